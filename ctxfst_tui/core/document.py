@@ -1,0 +1,317 @@
+"""The parsed CtxFST document: frontmatter entries and body chunks with exact source spans.
+
+A Document never raises on bad input: decoding and YAML problems become ``load_findings``
+so every front end can show them. Edits rewrite only the lines of the field or entry
+they concern; ``save`` is atomic and leaves an unedited file byte-identical.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import frontmatter as fmt
+from .chunk_tags import BodyChunk, TagEvent, pair_tags, scan_tags
+from .findings import Finding
+from .source import BOM, DecodeProblem, LineIndex, decode, detect_newline
+
+SECTIONS = ("entities", "chunks")
+
+
+def jsonable(value: Any) -> Any:
+    """Frontmatter data made JSON-safe: dates become ISO strings (``2026-03-08``), keys strings."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat()
+    return value
+
+
+@dataclass
+class Entry:
+    """One item of ``entities`` or ``chunks`` in the frontmatter, with its position."""
+
+    section: str
+    index: int
+    data: Any
+    line: int
+    end_line: int
+
+    @property
+    def id(self) -> Any:
+        return self.data.get("id") if isinstance(self.data, dict) else None
+
+    def field_line(self, doc: "Document", key: str) -> tuple[int, int]:
+        """(line, column) of ``key`` in this entry, or of the entry itself if the key is absent."""
+        pos = doc.entry_pos(self.section, self.index)
+        if pos and key in pos.fields:
+            f = pos.fields[key]
+            return f.line, f.column
+        return self.line, (pos.indent + 1 if pos else 1)
+
+
+class Document:
+    """A CtxFST (or plain Markdown/text) document as read from disk or from text."""
+
+    def __init__(self, raw: bytes, path: str | os.PathLike | None = None):
+        self.path = Path(path) if path is not None else None
+        self.raw = raw
+        self.load_findings: list[Finding] = []
+        self.text = ""
+        self.had_bom = False
+        self.newline = "\n"
+        self.frontmatter: fmt.Frontmatter | None = None
+        self.frontmatter_error: fmt.FrontmatterError | None = None
+        self.readable = False
+        self._parse_raw()
+
+    # ------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Document":
+        p = Path(path)
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            doc = cls(b"", p)
+            doc.load_findings = [Finding("error", "file-unreadable", f"cannot read the file: {exc.strerror or exc}", 0, 0, str(p))]
+            return doc
+        return cls(raw, p)
+
+    @classmethod
+    def from_text(cls, text: str, path: str | os.PathLike | None = None) -> "Document":
+        return cls(text.encode("utf-8"), path)
+
+    @property
+    def label(self) -> str:
+        return str(self.path) if self.path is not None else "<input>"
+
+    def _finding(self, severity: str, rule: str, message: str, line: int = 0, column: int = 0) -> Finding:
+        return Finding(severity, rule, message, line, column, self.label)
+
+    def _parse_raw(self) -> None:
+        try:
+            self.text, self.had_bom = decode(self.raw)
+        except DecodeProblem as exc:
+            self.load_findings.append(self._finding("error", exc.rule, exc.message, exc.line, exc.column))
+            self.text, self.readable = "", False
+            self._reindex()
+            return
+        self.readable = True
+        self.newline = detect_newline(self.text)
+        self._reindex()
+
+    def _reindex(self) -> None:
+        """Recompute everything derived from ``self.text``."""
+        self.index = LineIndex(self.text, 3 if self.had_bom else 0)
+        self.lines = self.text.splitlines(keepends=True)
+        self.frontmatter = None
+        self.frontmatter_error = None
+        self.load_findings = [f for f in self.load_findings if f.rule.startswith("file-")]
+        body_line = 1
+        try:
+            block = fmt.find_block(self.lines)
+            if block is not None:
+                self.frontmatter = fmt.parse(self.text, self.lines, block)
+                body_line = self.frontmatter.body_start_line
+        except fmt.FrontmatterError as exc:
+            self.frontmatter_error = exc
+            self.load_findings.append(self._finding("error", exc.rule, exc.message, exc.line, exc.column))
+            if exc.rule == "yaml-syntax" and block is not None:
+                body_line = block[1] + 2
+            else:
+                body_line = len(self.lines) + 1
+        self.body_start_line = body_line
+        self.body_start = self.index.offset_of_line(body_line)
+        self.tag_events: list[TagEvent] = scan_tags(self.text, self.body_start, self.index) if self.readable else []
+        self.body_chunks: list[BodyChunk] = pair_tags(self.text, self.tag_events, self.index)
+
+    # ------------------------------------------------------------ reading
+    @property
+    def has_frontmatter(self) -> bool:
+        return self.frontmatter is not None
+
+    @property
+    def data(self) -> dict | None:
+        """The frontmatter mapping (None if absent, broken or not a mapping)."""
+        if self.frontmatter is not None and isinstance(self.frontmatter.data, dict):
+            return self.frontmatter.data
+        return None
+
+    @property
+    def title(self) -> str | None:
+        t = (self.data or {}).get("title")
+        return str(t) if t is not None else None
+
+    def section_pos(self, section: str) -> fmt.SectionPos | None:
+        return self.frontmatter.sections.get(section) if self.frontmatter else None
+
+    def entry_pos(self, section: str, index: int) -> fmt.EntryPos | None:
+        sec = self.section_pos(section)
+        if sec and index < len(sec.items):
+            return sec.items[index]
+        return None
+
+    def entries(self, section: str) -> list[Entry]:
+        """The items of ``entities`` or ``chunks`` (empty when absent or not a list)."""
+        values = (self.data or {}).get(section)
+        if not isinstance(values, list):
+            return []
+        sec = self.section_pos(section)
+        out = []
+        for i, v in enumerate(values):
+            pos = sec.items[i] if sec and i < len(sec.items) else None
+            line = pos.line if pos else (sec.key_line if sec else 1)
+            out.append(Entry(section, i, v, line, pos.end_line if pos else line + 1))
+        return out
+
+    @property
+    def entities(self) -> list[Entry]:
+        return self.entries("entities")
+
+    @property
+    def chunks(self) -> list[Entry]:
+        return self.entries("chunks")
+
+    def body_chunk(self, chunk_id: str) -> BodyChunk | None:
+        """The first body chunk with this id (later duplicates are reported by validation)."""
+        for c in self.body_chunks:
+            if c.id == chunk_id:
+                return c
+        return None
+
+    def entry_by_id(self, section: str, entry_id: str) -> Entry | None:
+        for e in self.entries(section):
+            if e.id == entry_id:
+                return e
+        return None
+
+    # ------------------------------------------------------------ editing
+    @property
+    def dirty(self) -> bool:
+        return self.encoded() != self.raw
+
+    def encoded(self) -> bytes:
+        return ((BOM if self.had_bom else "") + self.text).encode("utf-8")
+
+    def _replace_lines(self, start: int, end: int, new_lines: list[str]) -> None:
+        """Replace 1-based lines [start, end) with ``new_lines`` (no newlines), keeping line endings."""
+        nl = self.newline
+        chunk = "".join(line + nl for line in new_lines)
+        a = self.index.offset_of_line(start)
+        b = self.index.offset_of_line(end)
+        if b == len(self.text) and not self.text.endswith("\n") and chunk and end > start:
+            chunk = chunk[: -len(nl)]  # the replaced last line had no newline
+        self.text = self.text[:a] + chunk + self.text[b:]
+        self._reindex()
+
+    def _require_entry(self, section: str, index: int) -> fmt.EntryPos:
+        pos = self.entry_pos(section, index)
+        if pos is None or not isinstance(self.entries(section)[index].data, dict):
+            raise ValueError(f"{self.label}: no {section} entry #{index + 1} to edit")
+        return pos
+
+    def set_field(self, section: str, index: int, key: str, value: Any) -> None:
+        """Set ``key`` of one entry, rewriting only that field's lines (or inserting one field)."""
+        pos = self._require_entry(section, index)
+        if key in pos.fields:
+            f = pos.fields[key]
+            lines = fmt.render_field(key, value, f.column - 1, flow=f.flow if isinstance(value, list) else None, quote=f.quote)
+            self._replace_lines(f.line, f.end_line, lines)
+        else:
+            end = max((f.end_line for f in pos.fields.values()), default=pos.end_line)
+            self._replace_lines(end, end, fmt.render_field(key, value, pos.indent))
+
+    def remove_field(self, section: str, index: int, key: str) -> None:
+        pos = self._require_entry(section, index)
+        if key in pos.fields:
+            f = pos.fields[key]
+            self._replace_lines(f.line, f.end_line, [])
+
+    def update_entry(self, section: str, index: int, new: dict) -> None:
+        """Bring one entry to ``new`` field by field, so unchanged fields keep their exact text."""
+        old = self.entries(section)[index].data
+        for key in [k for k in old if k not in new]:
+            self.remove_field(section, index, key)
+        for key, value in new.items():
+            current = self.entries(section)[index].data
+            if key not in current or current[key] != value or type(current[key]) is not type(value):
+                self.set_field(section, index, key, value)
+
+    def remove_entry(self, section: str, index: int) -> None:
+        pos = self.entry_pos(section, index)
+        if pos is None:
+            raise ValueError(f"{self.label}: no {section} entry #{index + 1}")
+        sec = self.section_pos(section)
+        if sec and len(sec.items) == 1 and not sec.flow:
+            self._replace_lines(sec.key_line, sec.end_line, [f"{section}: []"])
+        else:
+            self._replace_lines(pos.line, pos.end_line, [])
+
+    def append_entry(self, section: str, value: dict) -> None:
+        """Add an entry at the end of ``section``, creating the section if the frontmatter lacks it."""
+        if self.frontmatter is None:
+            raise ValueError(f"{self.label}: no frontmatter to add to")
+        sec = self.section_pos(section)
+        if sec is None or not sec.is_sequence or sec.flow or not sec.items:
+            items = list((self.data or {}).get(section) or []) if sec is not None else []
+            items.append(value)
+            lines = [f"{section}:"]
+            for item in items:
+                lines.extend(fmt.render_item(item, 2))
+            if sec is None:
+                self._replace_lines(self.frontmatter.close_line, self.frontmatter.close_line, lines)
+            else:
+                self._replace_lines(sec.key_line, sec.end_line, lines)
+            return
+        last = sec.items[-1]
+        dash = max(last.indent - 2, 0)
+        self._replace_lines(last.end_line, last.end_line, fmt.render_item(value, dash))
+
+    def replace_text(self, text: str) -> None:
+        """Replace the whole text (e.g. a reload); positions are recomputed."""
+        self.text = text
+        self._reindex()
+
+    # ------------------------------------------------------------ saving
+    def save(self, path: str | os.PathLike | None = None) -> bool:
+        """Write atomically (temp file + rename). Returns False when nothing changed and nothing was written."""
+        target = Path(path) if path is not None else self.path
+        if target is None:
+            raise ValueError("no path to save to")
+        data = self.encoded()
+        if target == self.path and data == self.raw and target.exists():
+            return False
+        write_atomic(target, data)
+        self.raw = data
+        self.path = target
+        return True
+
+
+def write_atomic(target: Path, data: bytes) -> None:
+    """Write bytes via a temp file in the same folder and ``os.replace``, keeping the file's mode."""
+    target = Path(target)
+    mode = None
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(target.parent or "."))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -1,0 +1,122 @@
+"""Decoding a file's bytes into text, and mapping offsets to lines, columns and bytes.
+
+Every span the core reports (frontmatter entries, chunk tags) is computed here, so the
+UI can jump to the exact place and the writer can replace exactly the right lines.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+BOM = "\ufeff"
+
+
+class DecodeProblem(Exception):
+    """The bytes are not a text document we can read; ``line`` is 1-based (0 = whole file)."""
+
+    def __init__(self, rule: str, message: str, line: int = 0, column: int = 0):
+        super().__init__(message)
+        self.rule = rule
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+def decode(raw: bytes) -> tuple[str, bool]:
+    """Return (text without BOM, had_bom); raise DecodeProblem for empty, binary or non-UTF-8 input."""
+    if not raw.strip():
+        raise DecodeProblem("file-empty", "the file is empty" if not raw else "the file holds only whitespace")
+    if b"\x00" in raw[:8192]:
+        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
+        raise DecodeProblem("file-binary", "the file is binary (it contains NUL bytes), not a text document", line)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DecodeProblem(
+            "file-encoding",
+            f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at line {line}, column {column})",
+            line,
+            column,
+        ) from None
+    had_bom = text.startswith(BOM)
+    if had_bom:
+        text = text[1:]
+        if not text.strip():
+            raise DecodeProblem("file-empty", "the file holds only a byte-order mark")
+    return text, had_bom
+
+
+def detect_newline(text: str) -> str:
+    """The file's dominant line ending, kept on write-back."""
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
+    return "\r\n" if crlf > lf else "\n"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A region of the source: char offsets into the decoded text, bytes into the file, 1-based line/column."""
+
+    start: int
+    end: int
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    byte_start: int
+    byte_end: int
+
+
+class LineIndex:
+    """Maps char offsets of a text to (line, column) and to byte offsets in the encoded file."""
+
+    def __init__(self, text: str, byte_offset: int = 0):
+        self.text = text
+        self.line_starts = [0]
+        pos = text.find("\n")
+        while pos != -1:
+            self.line_starts.append(pos + 1)
+            pos = text.find("\n", pos + 1)
+        self._byte_offset = byte_offset  # e.g. 3 for a BOM
+        self._line_byte_starts: list[int] | None = None
+
+    @property
+    def line_count(self) -> int:
+        return len(self.line_starts)
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.line_starts, offset)
+
+    def position(self, offset: int) -> tuple[int, int]:
+        line = self.line_of(offset)
+        return line, offset - self.line_starts[line - 1] + 1
+
+    def offset_of_line(self, line: int) -> int:
+        """Char offset of the start of 1-based ``line`` (len(text) past the end)."""
+        if line - 1 >= len(self.line_starts):
+            return len(self.text)
+        return self.line_starts[line - 1]
+
+    def byte_of(self, offset: int) -> int:
+        if self._line_byte_starts is None:
+            starts, total, prev = [], self._byte_offset, 0
+            for s in self.line_starts:
+                total += len(self.text[prev:s].encode("utf-8"))
+                starts.append(total)
+                prev = s
+            self._line_byte_starts = starts
+        line = self.line_of(offset)
+        start = self.line_starts[line - 1]
+        return self._line_byte_starts[line - 1] + len(self.text[start:offset].encode("utf-8"))
+
+    def span(self, start: int, end: int) -> Span:
+        line, col = self.position(start)
+        end_line, end_col = self.position(end)
+        return Span(start, end, line, col, end_line, end_col, self.byte_of(start), self.byte_of(end))
+
+    def line_text(self, line: int) -> str:
+        start = self.offset_of_line(line)
+        end = self.offset_of_line(line + 1)
+        return self.text[start:end].rstrip("\r\n")
