@@ -257,7 +257,7 @@ def validate(doc: Document) -> list[Finding]:
     if doc.readable:
         _, fm_chunks = v.frontmatter()
         v.body(fm_chunks)
-    return v.findings
+    return sorted(v.findings, key=lambda f: (f.line, f.column))
 
 
 def has_errors(findings: list[Finding]) -> bool:

@@ -1,0 +1,257 @@
+"""The headless command line: ``ctxfst-tui <subcommand>`` for scripts and CI, or the workbench.
+
+Thin by design: parse arguments, call the core, print. Every expected failure is one line
+on stderr naming the file (and line); no input file produces a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import __version__
+
+SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph")
+
+
+class CliError(Exception):
+    """A failure to report as one line, with an exit status."""
+
+    def __init__(self, message: str, status: int = 2):
+        super().__init__(message)
+        self.status = status
+
+
+def _docs(path: str) -> list:
+    from .core.document import Document
+    from .core.workspace import iter_documents
+
+    p = Path(path)
+    if not p.exists():
+        raise CliError(f"{path}: no such file or folder")
+    files = [p] if p.is_file() else iter_documents(p, (".md",))
+    return [Document.load(f) for f in files]
+
+
+def _write_output(path: str, text: str) -> None:
+    from .core.document import write_atomic
+
+    try:
+        write_atomic(Path(path), text.encode("utf-8"))
+    except OSError as exc:
+        raise CliError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _read_json(path: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"{path}: cannot read: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+
+
+# ---------------------------------------------------------------- subcommands
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .core.validate import has_errors, report_json, validate
+
+    docs = _docs(args.path)
+    reports = []
+    any_errors = False
+    errors = warnings = 0
+    for doc in docs:
+        findings = validate(doc)
+        any_errors |= has_errors(findings)
+        errors += sum(f.severity == "error" for f in findings)
+        warnings += sum(f.severity == "warning" for f in findings)
+        if args.json:
+            reports.append(report_json(doc, findings))
+        else:
+            for f in findings:
+                print(f.one_line())
+    if args.json:
+        single = len(docs) == 1 and Path(args.path).is_file()
+        print(json.dumps(reports[0] if single else reports, ensure_ascii=False, indent=2))
+    else:
+        verdict = "invalid" if any_errors else "valid"
+        print(f"{len(docs)} file(s) checked: {errors} error(s), {warnings} warning(s) — {verdict}")
+    return 1 if any_errors else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .core.export import ExportRefused, dumps, export_documents
+
+    docs = _docs(args.path)
+    try:
+        result = export_documents(docs)
+    except ExportRefused as exc:
+        f = exc.finding
+        more = f" (and {exc.count - 1} more error(s); run 'ctxfst-tui validate')" if exc.count > 1 else ""
+        raise CliError(f"export refused: {f.one_line()}{more}", 1) from None
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    _write_output(args.output, dumps(result, args.format, args.pretty))
+    print(f"exported {len(result.chunks)} chunk(s) and {len(result.entities)} entit(y/ies) from {len(docs)} file(s) to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from .core.diagnose import diagnose, diagnose_workspace
+
+    docs = _docs(args.path)
+    if Path(args.path).is_file():
+        reports = [diagnose(docs[0], args.level)]
+    else:
+        reports = diagnose_workspace(docs, args.level)
+    if args.json:
+        print(json.dumps(reports[0] if len(reports) == 1 and Path(args.path).is_file() else reports, ensure_ascii=False, indent=2, default=str))
+        return 0
+    total = 0
+    for rep in reports:
+        for issue in rep.get("issues", []):
+            total += 1
+            line = issue.get("line")
+            where = f"{rep.get('filepath')}:{line}" if line else str(rep.get("filepath"))
+            ids = ", ".join(issue.get("chunk_ids") or [])
+            print(f"{where}: {issue.get('severity')} [{issue.get('category')}] {issue.get('message')}" + (f" ({ids})" if ids else ""))
+            if args.level in ("suggest", "fix") and issue.get("suggestion"):
+                print(f"    suggestion: {issue['suggestion']}")
+    print(f"{len(reports)} file(s) diagnosed: {total} finding(s)")
+    return 0
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    from .core.profiles import build_entity_profiles
+
+    data = _read_json(args.input)
+    try:
+        out = build_entity_profiles(data, args.input)
+    except ValueError as exc:
+        raise CliError(f"{args.input}: {exc}", 1) from None
+    _write_output(args.output, json.dumps(out, ensure_ascii=False, indent=2) + "\n")
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from .core import graph
+
+    data = _read_json(args.input)
+    extra = _read_json(args.extra_edges) if args.extra_edges else None
+    kwargs: dict[str, Any] = {
+        "mode": args.mode,
+        "extra_edges": extra,
+        "on_warning": lambda msg: print(f"warning: {args.extra_edges}: {msg}", file=sys.stderr),
+    }
+    if args.top_k is not None:
+        kwargs["top_k"] = args.top_k
+    if args.min_score is not None:
+        kwargs["min_score"] = args.min_score
+    try:
+        out = graph.build_entity_graph(data, args.input, **kwargs)
+    except ValueError as exc:
+        raise CliError(f"{args.extra_edges or args.input}: {exc}", 1) from None
+    if args.format == "graphml":
+        try:
+            graph.write_graphml(out, args.output)
+        except OSError as exc:
+            raise CliError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
+    else:
+        _write_output(args.output, json.dumps(out, ensure_ascii=False, indent=2) + "\n")
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------- parsing
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ctxfst-tui",
+        description="A terminal workbench for CtxFST documents. Without a subcommand, opens the workbench on FOLDER.",
+    )
+    p.add_argument("--version", action="version", version=f"ctxfst-tui {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="SUBCOMMAND")
+
+    v = sub.add_parser("validate", help="check documents against the CtxFST rules")
+    v.add_argument("path", help="a document or a folder (searched recursively for .md files)")
+    v.add_argument("--json", action="store_true", help="print findings as JSON")
+    v.set_defaults(func=cmd_validate)
+
+    e = sub.add_parser("export", help="write chunks.json for vector-database ingestion")
+    e.add_argument("path", help="a document or a folder")
+    e.add_argument("--output", "-o", default="chunks.json")
+    e.add_argument("--format", choices=("json", "jsonl"), default="json", help="jsonl: one chunk record a line")
+    e.add_argument("--pretty", "-p", action="store_true", help="indent the JSON")
+    e.set_defaults(func=cmd_export)
+
+    d = sub.add_parser("diagnose", help="find quality problems (similar chunks, weak contexts, noisy entities…)")
+    d.add_argument("path", help="a document or a folder (diagnosed as one workspace)")
+    d.add_argument("--level", choices=("diagnose", "suggest", "fix"), default="diagnose")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=cmd_diagnose)
+
+    pr = sub.add_parser("profiles", help="entity profiles from chunks.json")
+    pr.add_argument("input", help="chunks.json written by 'export'")
+    pr.add_argument("--output", "-o", default="entity-profiles.json")
+    pr.set_defaults(func=cmd_profiles)
+
+    g = sub.add_parser("graph", help="entity graph from chunks.json or entity-profiles.json")
+    g.add_argument("input")
+    g.add_argument("--output", "-o", default="entity-graph.json")
+    g.add_argument("--mode", choices=("contextual", "metadata"), default="contextual")
+    g.add_argument("--top-k", type=int, default=None, help="SIMILAR edges kept per entity")
+    g.add_argument("--min-score", type=float, default=None, help="lowest cosine score for a SIMILAR edge")
+    g.add_argument("--extra-edges", default=None, help="JSON file of extra operational edges")
+    g.add_argument("--format", choices=("json", "graphml"), default="json")
+    g.set_defaults(func=cmd_graph)
+    return p
+
+
+def run_app(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="ctxfst-tui", description="Open the CtxFST workbench on a folder.")
+    p.add_argument("folder", nargs="?", default=".", help="folder of .md / .ctxfst.md / .txt documents")
+    p.add_argument("--version", action="version", version=f"ctxfst-tui {__version__}")
+    args = p.parse_args(argv)
+    folder = Path(args.folder)
+    if not folder.exists():
+        raise CliError(f"{folder}: no such folder")
+    from .ui.app import WorkbenchApp
+
+    WorkbenchApp(folder).run()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and (argv[0] in SUBCOMMANDS or argv[0] in ("-h", "--help")):
+            args = build_parser().parse_args(argv)
+            return args.func(args)
+        if argv and argv[0] == "--version":
+            print(f"ctxfst-tui {__version__}")
+            return 0
+        return run_app(argv)
+    except CliError as exc:
+        print(f"ctxfst-tui: {exc}", file=sys.stderr)
+        return exc.status
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # last line of defence: one line, never a traceback
+        if os.environ.get("CTXFST_DEBUG"):
+            raise
+        print(f"ctxfst-tui: internal error: {type(exc).__name__}: {exc} (set CTXFST_DEBUG=1 for details)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
