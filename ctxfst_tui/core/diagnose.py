@@ -300,7 +300,7 @@ class _Diagnosis:
             return
         counts: Counter = Counter()
         for c in self.chunks:
-            counts.update(set(c.tags))
+            counts.update(list(dict.fromkeys(c.tags)))  # each tag once per chunk, in document order
         threshold = len(self.chunks) * UBIQUITOUS_SHARE
         ubiquitous = [t for t, n in counts.items() if n >= threshold]
         first_tagged = next((c for c in self.chunks if c.tags), self.chunks[0])

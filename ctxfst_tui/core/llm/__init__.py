@@ -1,0 +1,1 @@
+"""Local model runtime (llama.cpp in-process). Imported lazily: llama_cpp is heavy."""

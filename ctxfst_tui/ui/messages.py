@@ -1,0 +1,56 @@
+"""Messages that cross from panes and workers to the screen.
+
+Panes post intents (``DocumentSelected``, ``FindingSelected``); workers post results
+(``DocumentsListed``, ``StatusesValidated``, ``DocumentLoaded``). The screen decides.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.message import Message
+
+from .report import DocumentReport, DocumentStatus
+
+
+class DocumentSelected(Message):
+    """The user chose a document in the tree (Enter or click)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+
+class FindingSelected(Message):
+    """The user chose a finding: show its place in the source (1-based; line 0 = whole file)."""
+
+    def __init__(self, line: int, column: int, focus: bool = True) -> None:
+        super().__init__()
+        self.line = line
+        self.column = column
+        self.focus = focus  # False when only previewing (cursor moving over the list)
+
+
+class DocumentsListed(Message):
+    """A worker found the documents of the workspace folder."""
+
+    def __init__(self, root: Path, paths: list[Path]) -> None:
+        super().__init__()
+        self.root = root
+        self.paths = paths
+
+
+class StatusesValidated(Message):
+    """A worker validated a batch of documents (batched in time, so the tree redraws rarely)."""
+
+    def __init__(self, statuses: dict[Path, DocumentStatus]) -> None:
+        super().__init__()
+        self.statuses = statuses
+
+
+class DocumentLoaded(Message):
+    """A worker loaded and validated the selected document."""
+
+    def __init__(self, report: DocumentReport, reloaded: bool = False) -> None:
+        super().__init__()
+        self.report = report
+        self.reloaded = reloaded

@@ -1,0 +1,126 @@
+"""What the workbench shows about one document, computed from the core.
+
+Plain data, no Textual: built in a worker thread (``build_report``/``status_of``), handed to
+the screen in a Message and from there down to the panes, which only render it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.document import Document
+from ..core.findings import Finding
+from ..core.validate import validate
+
+VALID, WARNINGS, ERRORS = "valid", "warnings", "errors"
+
+
+@dataclass(frozen=True)
+class DocumentStatus:
+    """The verdict the document tree marks a file with."""
+
+    state: str  # VALID | WARNINGS | ERRORS
+    errors: int = 0
+    warnings: int = 0
+    infos: int = 0
+
+    @classmethod
+    def of(cls, findings: list[Finding]) -> "DocumentStatus":
+        errors = sum(f.severity == "error" for f in findings)
+        warnings = sum(f.severity == "warning" for f in findings)
+        infos = sum(f.severity == "info" for f in findings)
+        state = ERRORS if errors else WARNINGS if warnings else VALID
+        return cls(state, errors, warnings, infos)
+
+    @property
+    def valid(self) -> bool:
+        return self.errors == 0
+
+
+@dataclass
+class DocumentReport:
+    """Everything the summary, findings and source panes show about one document."""
+
+    path: Path
+    display_path: str
+    title: str | None
+    readable: bool
+    has_frontmatter: bool
+    problem: str | None  # why the document cannot be read as CtxFST, if it cannot
+    entities: int
+    chunks: int
+    body_chunks: int
+    newline: str  # "LF" | "CRLF"
+    bom: bool
+    size: int  # bytes on disk
+    line_count: int
+    text: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def status(self) -> DocumentStatus:
+        return DocumentStatus.of(self.findings)
+
+
+def display_path(path: Path, root: Path) -> str:
+    """``path`` relative to the workspace root when it is inside it."""
+    base = root if root.is_dir() else root.parent
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)
+
+
+def _findings(doc: Document) -> list[Finding]:
+    """Validation that cannot take the workbench down: a validator crash becomes a finding."""
+    try:
+        return validate(doc)
+    except Exception as exc:  # noqa: BLE001 - shown to the user, never a traceback
+        crash = Finding("error", "internal-error", f"validation failed: {type(exc).__name__}: {exc}", 0, 0, doc.label)
+        return [*doc.load_findings, crash]
+
+
+def _problem(doc: Document) -> str | None:
+    if not doc.readable:
+        first = doc.load_findings[0] if doc.load_findings else None
+        return f"cannot read it: {first.message}" if first else "cannot read it"
+    if doc.frontmatter_error is not None:
+        err = doc.frontmatter_error
+        where = f" (line {err.line})" if err.line else ""
+        return f"frontmatter is broken{where}: {err.message}"
+    if doc.frontmatter is not None and doc.data is None:
+        return "frontmatter is not a mapping of keys"
+    return None
+
+
+def report_for(doc: Document, root: Path) -> DocumentReport:
+    path = doc.path or Path("<input>")
+    text = doc.text if doc.readable else ""
+    return DocumentReport(
+        path=path,
+        display_path=display_path(path, root),
+        title=doc.title,
+        readable=doc.readable,
+        has_frontmatter=doc.has_frontmatter,
+        problem=_problem(doc),
+        entities=len(doc.entities),
+        chunks=len(doc.chunks),
+        body_chunks=len(doc.body_chunks),
+        newline="CRLF" if doc.newline == "\r\n" else "LF",
+        bom=doc.had_bom,
+        size=len(doc.raw),
+        line_count=doc.index.line_count if text else 0,
+        text=text,
+        findings=_findings(doc),
+    )
+
+
+def build_report(path: str | os.PathLike, root: str | os.PathLike) -> DocumentReport:
+    """Load and validate one file (never raises for a bad file)."""
+    return report_for(Document.load(path), Path(root))
+
+
+def status_of(path: str | os.PathLike) -> DocumentStatus:
+    """The tree's verdict for one file, without keeping the document around."""
+    return DocumentStatus.of(_findings(Document.load(path)))

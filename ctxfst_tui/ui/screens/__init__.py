@@ -1,0 +1,1 @@
+"""Screens: each one mediates between its panes and calls the core."""

@@ -1,0 +1,138 @@
+"""The headless CLI: exit codes, JSON shapes, refusals, and no traceback on any input."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from ctxfst_tui.cli import main
+from conftest import FIXTURES, HOSTILE_FILES, SAMPLE_DOCS
+
+CLI = [sys.executable, "-m", "ctxfst_tui"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args, cwd=ROOT):
+    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_FILES))
+@pytest.mark.parametrize("command", ["validate", "export", "diagnose"])
+def test_no_traceback_on_hostile_files(hostile_dir, tmp_path, name, command):
+    path = hostile_dir / name
+    args = [command, path]
+    if command == "export":
+        args += ["--output", tmp_path / "out.json"]
+    p = run(*args)
+    assert "Traceback" not in p.stderr + p.stdout
+    assert p.returncode in (0, 1)
+    if command == "export" and p.returncode == 1:
+        err = p.stderr.strip().splitlines()
+        assert len(err) == 1 and str(path) in err[0]
+        assert not (tmp_path / "out.json").exists()
+
+
+def test_hostile_folder_validate_json(hostile_dir, capsys):
+    status = main(["validate", str(hostile_dir), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == 1
+    assert isinstance(out, list) and len(out) == len(HOSTILE_FILES)
+    by_file = {Path(r["file"]).name: r for r in out}
+    assert by_file["binary.md"]["findings"][0]["rule"] == "file-binary"
+    assert by_file["latin1.md"]["findings"][0]["rule"] == "file-encoding"
+    assert by_file["truncated.md"]["findings"][0]["rule"] == "frontmatter-unclosed"
+    assert by_file["chunks-mapping.md"]["valid"] is False
+
+
+def test_validate_exit_status(capsys):
+    assert main(["validate", str(SAMPLE_DOCS / "platform-runbook.ctxfst.md")]) == 0
+    assert main(["validate", str(SAMPLE_DOCS / "broken-example.ctxfst.md")]) == 1
+    out = capsys.readouterr().out
+    assert "broken-example.ctxfst.md:11:5: error [entity-ref-unknown]" in out
+    assert main(["validate", str(SAMPLE_DOCS)]) == 1
+
+
+def test_validate_json_single_file(capsys):
+    main(["validate", str(FIXTURES / "quirks.ctxfst.md"), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data == {"file": str(FIXTURES / "quirks.ctxfst.md"), "valid": True, "findings": []}
+
+
+def test_missing_path_is_one_line(capsys):
+    assert main(["validate", "/no/such/place"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["ctxfst-tui: /no/such/place: no such file or folder"]
+
+
+def test_export_json_and_jsonl(tmp_path):
+    doc = SAMPLE_DOCS / "platform-runbook.ctxfst.md"
+    out = tmp_path / "chunks.json"
+    assert main(["export", str(doc), "--output", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert [c["id"] for c in data["chunks"]] == ["workflow:build-image", "workflow:deploy-helm", "reference:database"]
+    first = data["chunks"][0]
+    assert list(first)[:5] == ["id", "context", "content", "tags", "source"]
+    assert first["created_at"] == "2026-03-08" and first["source"] == str(doc)
+    assert "<Chunk" not in data["chunks"][1]["content"] or "not-a-tag" in data["chunks"][1]["content"]
+    jl = tmp_path / "chunks.jsonl"
+    assert main(["export", str(doc), "--output", str(jl), "--format", "jsonl"]) == 0
+    lines = jl.read_text().splitlines()
+    assert [json.loads(l)["id"] for l in lines] == [c["id"] for c in data["chunks"]]
+
+
+def test_export_folder_dedupes_entities(tmp_path):
+    for name in ("platform-runbook.ctxfst.md", "frontend-notes.ctxfst.md"):
+        (tmp_path / name).write_bytes((SAMPLE_DOCS / name).read_bytes())
+    (tmp_path / "again.md").write_bytes((SAMPLE_DOCS / "frontend-notes.ctxfst.md").read_bytes())
+    out = tmp_path / "out.json"
+    assert main(["export", str(tmp_path), "--output", str(out)]) == 0
+    data = json.loads(out.read_text())
+    ids = [e["id"] for e in data["entities"]]
+    assert len(ids) == len(set(ids)) and "entity:react" in ids and "entity:helm" in ids
+    assert len(data["chunks"]) == 2 + 2 + 3
+
+
+def test_export_refuses_invalid(tmp_path, capsys):
+    out = tmp_path / "chunks.json"
+    assert main(["export", str(SAMPLE_DOCS / "broken-example.ctxfst.md"), "--output", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "broken-example.ctxfst.md:11:5" in err[0] and "export refused" in err[0]
+    assert not out.exists()
+
+
+def test_profiles_graph_and_graphml(tmp_path):
+    chunks = tmp_path / "chunks.json"
+    main(["export", str(SAMPLE_DOCS / "platform-runbook.ctxfst.md"), "-o", str(chunks)])
+    prof = tmp_path / "profiles.json"
+    assert main(["profiles", str(chunks), "--output", str(prof)]) == 0
+    profiles = json.loads(prof.read_text())
+    assert any(e["id"] == "entity:kubernetes" for e in profiles["entities"])
+    g = tmp_path / "graph.json"
+    assert main(["graph", str(prof), "--output", str(g)]) == 0
+    edges = json.loads(g.read_text())["edges"]
+    assert any((e["source"], e["relation"], e["target"]) == ("entity:deploy-service", "REQUIRES", "entity:build-image") for e in edges)
+    gml = tmp_path / "graph.graphml"
+    assert main(["graph", str(chunks), "--output", str(gml), "--format", "graphml", "--mode", "metadata"]) == 0
+    G = nx.read_graphml(gml)
+    assert "entity:helm" in G.nodes
+
+
+def test_graph_bad_json_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"chunks": [1,\n')
+    assert main(["graph", str(bad), "--output", str(tmp_path / "g.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{bad}:2:1: not valid JSON" in err[0]
+
+
+def test_diagnose_json_reference_shape(capsys):
+    main(["diagnose", str(SAMPLE_DOCS / "frontend-notes.ctxfst.md"), "--json", "--level", "fix"])
+    data = json.loads(capsys.readouterr().out)
+    assert {"filepath", "stats", "issues"} <= set(data)
+    for issue in data["issues"]:
+        assert {"category", "severity", "chunk_ids", "message"} <= set(issue)
