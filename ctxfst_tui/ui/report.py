@@ -55,7 +55,8 @@ class DocumentReport:
     bom: bool
     size: int  # bytes on disk
     line_count: int
-    text: str
+    text: str  # what the source view shows (a lossy decode for a non-UTF-8 file)
+    source_note: str | None = None  # why there is no text to show, if there is none
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -94,9 +95,24 @@ def _problem(doc: Document) -> str | None:
     return None
 
 
+def _display_text(doc: Document) -> tuple[str, str | None]:
+    """The text to show and, when there is none, why."""
+    if doc.readable:
+        return doc.text, None
+    rules = {f.rule for f in doc.load_findings}
+    if "file-encoding" in rules:
+        # Show the bytes decoded with U+FFFD for the bad ones, so the finding's place can be seen.
+        return doc.raw.decode("utf-8", errors="replace").lstrip("\ufeff"), None
+    if "file-binary" in rules:
+        return "", "A binary file: there is no text to show."
+    if "file-empty" in rules:
+        return "", "The file is empty." if not doc.raw else "The file holds only whitespace."
+    return "", "The file could not be read."
+
+
 def report_for(doc: Document, root: Path) -> DocumentReport:
     path = doc.path or Path("<input>")
-    text = doc.text if doc.readable else ""
+    text, source_note = _display_text(doc)
     return DocumentReport(
         path=path,
         display_path=display_path(path, root),
@@ -110,8 +126,9 @@ def report_for(doc: Document, root: Path) -> DocumentReport:
         newline="CRLF" if doc.newline == "\r\n" else "LF",
         bom=doc.had_bom,
         size=len(doc.raw),
-        line_count=doc.index.line_count if text else 0,
+        line_count=text.count("\n") + (0 if text.endswith("\n") else 1) if text else 0,
         text=text,
+        source_note=source_note,
         findings=_findings(doc),
     )
 
