@@ -407,3 +407,29 @@ async def test_clicking_a_document_and_a_finding(folder: Path) -> None:
         await pilot.pause()
         source = screen.query_one(SourceView)
         assert source.cursor_location[0] == first.line - 1
+
+
+def test_themes_load_and_broken_file_is_skipped(tmp_path):
+    from ctxfst_tui.ui.themes import load_themes
+
+    good, problems = load_themes()
+    assert {"ctxfst-dark", "ctxfst-light", "ctxfst-high-contrast"} <= {t.name for t in good}
+    assert problems == []
+    (tmp_path / "ok.toml").write_text('name = "mine"\nprimary = "#123456"\n')
+    (tmp_path / "bad.toml").write_text('name = "broken"\nprimary = "not a colour"\n')
+    (tmp_path / "junk.toml").write_text("this is = = not toml")
+    themes, problems = load_themes(tmp_path)
+    assert [t.name for t in themes] == ["mine"]
+    assert len(problems) == 2 and all("theme skipped" in p for p in problems)
+
+
+async def test_app_starts_in_the_ctxfst_dark_theme(tmp_path):
+    from ctxfst_tui.ui.app import WorkbenchApp
+
+    app = WorkbenchApp(tmp_path)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert app.theme == "ctxfst-dark"
+        app.theme = "ctxfst-light"
+        await pilot.pause()
+        assert app.current_theme.dark is False

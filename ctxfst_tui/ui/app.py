@@ -19,6 +19,7 @@ from ..core.workspace import iter_documents
 from .messages import DocumentLoaded, DocumentsListed, StatusesValidated
 from .report import DocumentStatus, build_report, status_of
 from .screens.workbench import WorkbenchScreen
+from .themes import DEFAULT_THEME, load_themes
 
 STYLES = Path(__file__).parent / "styles"
 STATUS_BATCH_SECONDS = 0.1  # how often validation results are handed to the tree
@@ -43,6 +44,15 @@ class WorkbenchApp(App[None]):
         super().__init__()
         self.folder = Path(folder)
         self.sub_title = str(self.folder.resolve())
+        themes, self.theme_problems = load_themes()
+        for theme in themes:
+            self.register_theme(theme)
+        if DEFAULT_THEME in self.available_themes:
+            self.theme = DEFAULT_THEME
+
+    def on_mount(self) -> None:
+        for problem in self.theme_problems:
+            self.notify(problem, severity="warning", timeout=8)
 
     def get_default_screen(self) -> Screen:
         return WorkbenchScreen(self.folder)
