@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from . import __version__
 
-SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph")
+SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph", "chunk", "convert")
 
 
 class CliError(Exception):
@@ -170,6 +170,100 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _chunk_options(args: argparse.Namespace):
+    from .core.chunker import ChunkOptions
+
+    kwargs: dict[str, Any] = {"mode": args.mode, "encoding": args.encoding}
+    if args.unit is not None:
+        kwargs["unit"] = args.unit
+    if args.size is not None:
+        kwargs["chunk_size"] = args.size
+    if args.overlap is not None:
+        kwargs["overlap"] = args.overlap
+    if args.min_size is not None:
+        kwargs["min_chunk_size"] = args.min_size
+    if getattr(args, "embed", None):
+        kwargs["embed"] = args.embed
+    try:
+        return ChunkOptions(**kwargs)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _read_text(path: str) -> str:
+    """The decoded text of a file, or a one-line error naming the file and line."""
+    from .core.document import Document
+
+    if not Path(path).is_file():
+        raise CliError(f"{path}: no such file")
+    doc = Document.load(path)
+    bad = [f for f in doc.load_findings if f.rule.startswith("file-")]
+    if bad:
+        raise CliError(bad[0].one_line(), 1)
+    return doc.text
+
+
+def _chunks_for(path: str, args: argparse.Namespace) -> list:
+    from .core.chunker import chunk_text
+    from .core.tokens import EncodingUnavailable
+
+    text = _read_text(path)
+    try:
+        return chunk_text(text, _chunk_options(args), source=path)
+    except EncodingUnavailable as exc:
+        raise CliError(str(exc)) from None
+
+
+def cmd_chunk(args: argparse.Namespace) -> int:
+    chunks = _chunks_for(args.path, args)
+    if args.json:
+        print(json.dumps([c.to_json() for c in chunks], ensure_ascii=False, indent=2))
+        return 0
+    options = _chunk_options(args)
+    width = max((len(str(c.index)) for c in chunks), default=1)
+    print(f"{'#':>{width}}  {'tokens':>6}  {'chars':>6}  breadcrumb — first words")
+    for c in chunks:
+        words = " ".join(c.content.split()[:8])
+        crumb = c.breadcrumb or "(no heading)"
+        flag = " [atomic, over budget]" if c.metadata.get("oversize") else ""
+        print(f"{c.index:>{width}}  {c.tokens:>6}  {c.length:>6}  {crumb} — {words}{flag}")
+    total = sum(c.tokens for c in chunks)
+    print(f"{len(chunks)} chunk(s), {total} tokens in all; budget {options.describe()}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from .core.convert import ConvertError, convert_checked, default_target
+    from .core.document import write_atomic
+
+    source = Path(args.path)
+    target = Path(args.output) if args.output else default_target(source)
+    if target.exists() and not args.force:
+        raise CliError(f"{target}: already exists (use --force to overwrite)", 1)
+    text = _read_text(args.path)
+    chunks = _chunks_for(args.path, args)
+    try:
+        out = convert_checked(text, chunks, target, title_hint=source.stem)
+    except ConvertError as exc:
+        raise CliError(f"{args.path}: {exc}", 1) from None
+    try:
+        write_atomic(target, out.encode("utf-8"))
+    except OSError as exc:
+        raise CliError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    n = out.count("<Chunk id=")
+    print(f"wrote {target}: {n} chunk(s); fill in each chunk's context and the entities next", file=sys.stderr)
+    return 0
+
+
+def _add_chunk_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--unit", choices=("tokens", "chars"), default=None, help="budget unit (default chars)")
+    p.add_argument("--size", type=int, default=None, help="chunk budget (default 256 tokens / 1024 chars)")
+    p.add_argument("--overlap", type=int, default=None, help="overlap from the previous chunk's last sentences")
+    p.add_argument("--min-size", type=int, default=None, help="smaller chunks are absorbed by a neighbour")
+    p.add_argument("--encoding", default="cl100k_base", help="tiktoken encoding or OpenAI model name")
+    p.add_argument("--mode", choices=("auto", "markdown", "text", "pdf"), default="auto")
+
+
 # ---------------------------------------------------------------- parsing
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,6 +306,20 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--extra-edges", default=None, help="JSON file of extra operational edges")
     g.add_argument("--format", choices=("json", "graphml"), default="json")
     g.set_defaults(func=cmd_graph)
+
+    c = sub.add_parser("chunk", help="show where a structural chunker would cut a document")
+    c.add_argument("path")
+    _add_chunk_options(c)
+    c.add_argument("--embed", choices=("full", "context", "content"), default=None, help="what 'text' holds")
+    c.add_argument("--json", action="store_true", help="every field of every chunk")
+    c.set_defaults(func=cmd_chunk)
+
+    cv = sub.add_parser("convert", help="turn a Markdown note into a CtxFST document")
+    cv.add_argument("path")
+    cv.add_argument("--output", "-o", default=None, help="default: NOTE.ctxfst.md beside the note")
+    cv.add_argument("--force", action="store_true", help="overwrite the output if it exists")
+    _add_chunk_options(cv)
+    cv.set_defaults(func=cmd_convert)
     return p
 
 

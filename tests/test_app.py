@@ -327,6 +327,8 @@ async def test_tab_and_shift_tab_move_between_panes(folder: Path) -> None:
         assert app.focused is tree
         await pilot.press("tab")
         assert app.focused is table
+        await pilot.press("tab")  # the Source / Chunks tab strip
+        assert type(app.focused).__name__ == "ContentTabs"
         await pilot.press("tab")
         assert app.focused is source
         await pilot.press("tab")
@@ -340,7 +342,7 @@ async def test_q_quits(folder: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         await open_document(app, pilot, "valid.md")
-        await pilot.press("tab", "tab")  # even from the source view
+        await pilot.press("tab", "tab", "tab")  # even from the source view
         await pilot.press("q")
         await pilot.pause()
         assert not app.is_running

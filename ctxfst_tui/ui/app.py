@@ -15,8 +15,11 @@ from textual.message_pump import MessagePump
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from ..core.convert import ConvertError
+from ..core.document import Document
+from ..core.preview import Budget, Previewer
 from ..core.workspace import iter_documents
-from .messages import DocumentLoaded, DocumentsListed, StatusesValidated
+from .messages import ChunksComputed, DocumentConverted, DocumentLoaded, DocumentsListed, StatusesValidated
 from .report import DocumentStatus, build_report, status_of
 from .screens.workbench import WorkbenchScreen
 from .themes import DEFAULT_THEME, load_themes
@@ -35,6 +38,7 @@ class WorkbenchApp(App[None]):
         STYLES / "document_summary.tcss",
         STYLES / "findings_pane.tcss",
         STYLES / "source_view.tcss",
+        STYLES / "chunk_preview.tcss",
     ]
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
@@ -44,6 +48,7 @@ class WorkbenchApp(App[None]):
         super().__init__()
         self.folder = Path(folder)
         self.sub_title = str(self.folder.resolve())
+        self.previewer = Previewer()  # lives as long as the app: warm token caches
         themes, self.theme_problems = load_themes()
         for theme in themes:
             self.register_theme(theme)
@@ -83,6 +88,24 @@ class WorkbenchApp(App[None]):
         report = build_report(path, root)
         if not worker.is_cancelled:
             reply_to.post_message(DocumentLoaded(report, reloaded))
+
+    @work(thread=True, group="chunk", exclusive=True, exit_on_error=False, name="chunking the document")
+    def chunk_document(self, path: Path, budget: Budget | None, reply_to: MessagePump, keep_selection: bool = False) -> None:
+        """Spans for the preview: the document's own tags (budget None) or the chunker's proposal."""
+        worker = get_current_worker()
+        doc = Document.load(path)
+        spans, what = self.previewer.spans(doc, budget)
+        if not worker.is_cancelled:
+            reply_to.post_message(ChunksComputed(path, doc.text, spans, what, keep_selection))
+
+    @work(thread=True, group="convert", exclusive=True, exit_on_error=False, name="converting the document")
+    def convert_document(self, path: Path, budget: Budget, target: Path, reply_to: MessagePump) -> None:
+        try:
+            n = self.previewer.convert(path, budget, target)
+        except (ConvertError, ValueError, OSError) as exc:
+            reply_to.post_message(DocumentConverted(path, target, error=str(exc)))
+            return
+        reply_to.post_message(DocumentConverted(path, target, n))
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:

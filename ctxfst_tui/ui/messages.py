@@ -54,3 +54,26 @@ class DocumentLoaded(Message):
         super().__init__()
         self.report = report
         self.reloaded = reloaded
+
+
+class ChunksComputed(Message):
+    """A worker computed the chunk spans to preview for one document."""
+
+    def __init__(self, path: Path, text: str, spans: list, what: str, keep_selection: bool = False) -> None:
+        super().__init__()
+        self.path = path
+        self.text = text
+        self.spans = spans
+        self.what = what
+        self.keep_selection = keep_selection
+
+
+class DocumentConverted(Message):
+    """A worker wrote a converted CtxFST document (or failed to, with ``error``)."""
+
+    def __init__(self, source: Path, target: Path | None, chunks: int = 0, error: str | None = None) -> None:
+        super().__init__()
+        self.source = source
+        self.target = target
+        self.chunks = chunks
+        self.error = error

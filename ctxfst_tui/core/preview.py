@@ -1,0 +1,69 @@
+"""What the chunk preview shows for a document: its own tags, or the chunker's proposal.
+
+Kept out of the UI so the CLI, the tests and the workbench agree on the spans, and so the
+chunker and token caches live as long as the process (re-chunking with a new budget then
+costs a fraction of the first run).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from .chunk_spans import ChunkSpan, spans_from_chunks, spans_from_tags
+from .document import Document
+
+
+@dataclass(frozen=True)
+class Budget:
+    unit: str = "tokens"
+    size: int = 256
+    overlap: int = 32
+
+
+class Previewer:
+    """Computes preview spans; one instance per app keeps the token-count caches warm."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counter = None
+
+    def counter(self):
+        from .tokens import TokenCounter
+
+        with self._lock:
+            if self._counter is None:
+                self._counter = TokenCounter()
+            return self._counter
+
+    def options(self, budget: Budget):
+        from .chunker import ChunkOptions
+
+        return ChunkOptions(unit=budget.unit, chunk_size=budget.size, overlap=budget.overlap)
+
+    def chunks(self, text: str, budget: Budget, source: str = ""):
+        from .chunker import chunk_text
+
+        return chunk_text(text, self.options(budget), source=source)
+
+    def spans(self, doc: Document, budget: Budget | None) -> tuple[list[ChunkSpan], str]:
+        """(spans, a line saying what they are). ``budget`` None = the document's own tags if it has any."""
+        if not doc.readable:
+            return [], "nothing to chunk"
+        if budget is None and doc.body_chunks:
+            return spans_from_tags(doc, self.counter().count_many), f"current <Chunk> tags ({len(doc.body_chunks)})"
+        budget = budget or Budget()
+        chunks = self.chunks(doc.text, budget, str(doc.path or ""))
+        return spans_from_chunks(chunks, doc.text, doc.index), "chunker · " + self.options(budget).describe()
+
+    def convert(self, path: Path, budget: Budget, target: Path) -> int:
+        """Write ``path`` as a CtxFST document at ``target`` with this budget's boundaries; returns chunk count."""
+        from .convert import convert_checked
+        from .document import write_atomic
+
+        doc = Document.load(path)
+        if not doc.readable:
+            raise ValueError(doc.load_findings[0].one_line() if doc.load_findings else f"{path}: unreadable")
+        out = convert_checked(doc.text, self.chunks(doc.text, budget, str(path)), target, title_hint=path.stem)
+        write_atomic(target, out.encode("utf-8"))
+        return out.count("<Chunk id=")

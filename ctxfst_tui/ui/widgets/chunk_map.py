@@ -1,0 +1,171 @@
+"""The chunk map: the document's lines with each chunk's span drawn as a coloured band.
+
+A Line-API ScrollView (only visible rows are rendered), so a 1 MB document scrolls as fast
+as a small one. A header row above each chunk gives its number, id/breadcrumb and real token
+count; chunks outside the CtxFST size guidelines are marked.
+"""
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ...core.chunk_spans import ChunkSpan
+
+GUTTER = 8  # band (1) + line number (6) + space (1)
+
+
+class ChunkMap(ScrollView, can_focus=True):
+    """Rows: a header per chunk, then its source lines with a band in the chunk's colour."""
+
+    COMPONENT_CLASSES = {
+        "chunk-map--band-a",
+        "chunk-map--band-b",
+        "chunk-map--header",
+        "chunk-map--header-selected",
+        "chunk-map--flag",
+        "chunk-map--line-number",
+        "chunk-map--outside",
+    }
+    BINDINGS = [
+        Binding("n,j", "next_chunk", "Next chunk", id="preview.next-chunk"),
+        Binding("p,k", "previous_chunk", "Prev chunk", id="preview.previous-chunk"),
+        Binding("home", "first_chunk", "First", show=False, id="preview.first-chunk"),
+        Binding("end", "last_chunk", "Last", show=False, id="preview.last-chunk"),
+    ]
+
+    selected: reactive[int] = reactive(0, layout=False)
+
+    class ChunkHighlighted(Message):
+        """The selected chunk changed (for the status line)."""
+
+        def __init__(self, span: ChunkSpan | None) -> None:
+            super().__init__()
+            self.span = span
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._lines: list[str] = []
+        self._spans: list[ChunkSpan] = []
+        self._rows: list[tuple[str, int, int]] = []  # ("header", span_i, 0) | ("line", line_no, span_i or -1)
+        self._header_rows: list[int] = []
+
+    # ------------------------------------------------------------ data from the screen
+    def show(self, text: str, spans: list[ChunkSpan], keep_selection: bool = False) -> None:
+        self._lines = text.replace("\r\n", "\n").split("\n")
+        if self._lines and self._lines[-1] == "" and text.endswith("\n"):
+            self._lines.pop()
+        self._spans = spans
+        self._build_rows()
+        old = self.selected
+        self.selected = min(old, len(spans) - 1) if keep_selection and spans else 0
+        if not keep_selection:
+            self.scroll_to(0, 0, animate=False)
+        self.refresh()
+        self.post_message(self.ChunkHighlighted(self.current_span))
+
+    @property
+    def spans(self) -> list[ChunkSpan]:
+        return self._spans
+
+    @property
+    def current_span(self) -> ChunkSpan | None:
+        return self._spans[self.selected] if 0 <= self.selected < len(self._spans) else None
+
+    def _build_rows(self) -> None:
+        rows: list[tuple[str, int, int]] = []
+        headers: list[int] = []
+        owner = [-1] * (len(self._lines) + 2)
+        starts: dict[int, list[int]] = {}
+        for i, s in enumerate(self._spans):
+            starts.setdefault(s.line, []).append(i)
+            for ln in range(s.line, min(s.end_line, len(self._lines)) + 1):
+                if owner[ln] == -1 or not s.synthetic:
+                    owner[ln] = i
+        for ln in range(1, len(self._lines) + 1):
+            for i in starts.get(ln, ()):
+                headers.append(len(rows))
+                rows.append(("header", i, 0))
+            rows.append(("line", ln, owner[ln]))
+        self._rows = rows
+        self._header_rows = headers
+        width = max((len(l) for l in self._lines), default=0) + GUTTER
+        self.virtual_size = Size(max(width, 40), len(rows))
+
+    # ------------------------------------------------------------ rendering
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        row = scroll_y + y
+        width = self.size.width
+        base = self.rich_style
+        if row >= len(self._rows):
+            return Strip.blank(width, base)
+        kind, a, b = self._rows[row]
+        if kind == "header":
+            segments = self._header_segments(a)
+            return Strip(segments).adjust_cell_length(width, base)
+        band_style = self._band_style(b)
+        number = self.get_component_rich_style("chunk-map--line-number")
+        text = self._lines[a - 1].expandtabs(4)
+        body = Strip([Segment(text, base)]).crop(scroll_x, scroll_x + width - GUTTER)
+        segments = [Segment("▌", band_style), Segment(f"{a:>6} ", number), *body]
+        return Strip(segments).adjust_cell_length(width, base)
+
+    def _band_style(self, span_i: int) -> Style:
+        if span_i < 0:
+            return self.get_component_rich_style("chunk-map--outside")
+        return self.get_component_rich_style("chunk-map--band-a" if span_i % 2 == 0 else "chunk-map--band-b")
+
+    def _header_segments(self, span_i: int) -> list[Segment]:
+        s = self._spans[span_i]
+        selected = span_i == self.selected
+        style = self.get_component_rich_style("chunk-map--header-selected" if selected else "chunk-map--header")
+        band = self._band_style(span_i)
+        marker = "▶" if selected else " "
+        segs = [Segment("▌", band), Segment(f"{marker} #{s.index + 1:<4}", style), Segment(f"{s.tokens:>6} tok  ", style)]
+        flag = s.flag
+        if flag or s.oversize:
+            note = "over budget, atomic" if s.oversize else ("< 100 tokens" if flag == "small" else "> 1,500 tokens")
+            segs.append(Segment(f"⚠ {note}  ", self.get_component_rich_style("chunk-map--flag") + Style(bold=True)))
+        label = s.label or s.id
+        if s.synthetic:
+            label += "  (synthetic part)"
+        segs.append(Segment(label, style))
+        return segs
+
+    # ------------------------------------------------------------ stepping
+    def watch_selected(self, old: int, new: int) -> None:
+        self.refresh()
+
+    def _select(self, i: int) -> None:
+        if not self._spans:
+            return
+        i = max(0, min(i, len(self._spans) - 1))
+        self.selected = i
+        row = self._header_rows[i] if i < len(self._header_rows) else 0
+        self.scroll_to(y=max(row - 1, 0), animate=False)
+        self.post_message(self.ChunkHighlighted(self.current_span))
+
+    def action_next_chunk(self) -> None:
+        self._select(self.selected + 1)
+
+    def action_previous_chunk(self) -> None:
+        self._select(self.selected - 1)
+
+    def action_first_chunk(self) -> None:
+        self._select(0)
+
+    def action_last_chunk(self) -> None:
+        self._select(len(self._spans) - 1)
+
+    def select_line(self, line: int) -> None:
+        """Select the chunk holding 1-based ``line`` (used when jumping from a finding)."""
+        for i, s in enumerate(self._spans):
+            if s.line <= line <= s.end_line:
+                self._select(i)
+                return
