@@ -202,3 +202,44 @@ def test_save_is_atomic_and_keeps_mode(tmp_path, monkeypatch):
     doc.save()
     assert "name: CPython" in target.read_text()
     assert (os.stat(target).st_mode & 0o777) == 0o640
+
+
+FLOW_AND_DASH = """---
+entities:
+  - id: entity:a   # the first key shares the dash line
+    name: A  # a trailing comment
+    type: tool
+  - {id: entity:b, name: B, type: tool}
+chunks: [{id: ref:x, entities: [entity:a], context: "x"}]
+---
+"""
+
+
+def test_first_key_on_the_dash_line_keeps_the_dash():
+    doc = Document.from_text(FLOW_AND_DASH)
+    doc.set_field("entities", 0, "id", "entity:alpha")
+    assert "  - id: entity:alpha   # the first key shares the dash line\n" in doc.text
+    assert doc.entities[0].data == {"id": "entity:alpha", "name": "A", "type": "tool"}
+    doc.remove_field("entities", 0, "id")
+    assert doc.entities[0].data == {"name": "A", "type": "tool"}
+
+
+def test_trailing_comment_survives_a_field_edit():
+    doc = Document.from_text(FLOW_AND_DASH)
+    doc.set_field("entities", 0, "name", "Alpha")
+    assert "    name: Alpha  # a trailing comment\n" in doc.text
+
+
+def test_flow_entries_and_sections_are_rewritten_as_a_unit():
+    doc = Document.from_text(FLOW_AND_DASH)
+    before = doc.text
+    doc.set_field("entities", 1, "name", "Bee")
+    assert _changed_lines(before, doc.text) == [
+        "-  - {id: entity:b, name: B, type: tool}",
+        "+  - {id: entity:b, name: Bee, type: tool}",
+    ]
+    doc.set_field("chunks", 0, "entities", ["entity:a", "entity:b"])
+    assert doc.chunks[0].data["entities"] == ["entity:a", "entity:b"]
+    doc.remove_entry("entities", 1)
+    assert [e.id for e in doc.entities] == ["entity:a"]
+    assert "# the first key shares the dash line" in doc.text

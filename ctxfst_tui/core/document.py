@@ -6,12 +6,15 @@ they concern; ``save`` is atomic and leaves an unedited file byte-identical.
 """
 from __future__ import annotations
 
+import copy
 import datetime as _dt
+import difflib
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from . import frontmatter as fmt
 from .chunk_tags import BodyChunk, TagEvent, pair_tags, scan_tags
@@ -19,6 +22,8 @@ from .findings import Finding
 from .source import BOM, DecodeProblem, LineIndex, decode, detect_newline
 
 SECTIONS = ("entities", "chunks")
+TRAILING_COMMENT = re.compile(r"\s+#.*$")
+BLOCK_ITEM = re.compile(r"^(\s*-\s+)(.*?)(\s+#.*)?$")
 
 
 def jsonable(value: Any) -> Any:
@@ -215,21 +220,112 @@ class Document:
             raise ValueError(f"{self.label}: no {section} entry #{index + 1} to edit")
         return pos
 
+    # Three layouts need care. The first key of a block item shares its line with the ``- ``
+    # dash (the dash must stay); a single-line field may carry a trailing ``# comment`` (kept);
+    # flow-style entries and sections (``- {id: a}``, ``entities: [...]``) share lines between
+    # fields, so they are rewritten as a unit.
+
+    def _is_flow_entry(self, pos: fmt.EntryPos) -> bool:
+        if not pos.fields:
+            return False
+        lines = [f.line for f in pos.fields.values()]
+        return len(set(lines)) < len(lines) or self.index.line_text(pos.line).lstrip(" -").startswith("{")
+
+    def _section_items(self, section: str) -> list:
+        return copy.deepcopy(list((self.data or {}).get(section) or []))
+
+    def _rewrite_section(self, section: str, items: list) -> None:
+        sec = self.section_pos(section)
+        assert sec is not None
+        key_line = self.index.line_text(sec.key_line)
+        indent = len(key_line) - len(key_line.lstrip())
+        lines = fmt.render_field(section, items, indent, flow=False) if items else [" " * indent + f"{section}: []"]
+        self._replace_lines(sec.key_line, sec.end_line, lines)
+
+    def _rewrite_entry(self, section: str, index: int, new: dict) -> None:
+        """Rewrite one entry as a unit, keeping a one-line flow entry on one line."""
+        sec = self.section_pos(section)
+        pos = self.entry_pos(section, index)
+        if sec is None or pos is None or sec.flow:
+            items = self._section_items(section)
+            items[index] = new
+            self._rewrite_section(section, items)
+            return
+        line = self.index.line_text(pos.line)
+        dash = line.index("-") if line.lstrip().startswith("-") else max(pos.indent - 2, 0)
+        flow = fmt.render_flow_mapping(new) if pos.end_line == pos.line + 1 else None
+        if flow is not None:
+            self._replace_lines(pos.line, pos.end_line, [" " * dash + "- " + flow])
+        else:
+            self._replace_lines(pos.line, pos.end_line, fmt.render_item(new, dash))
+
     def set_field(self, section: str, index: int, key: str, value: Any) -> None:
         """Set ``key`` of one entry, rewriting only that field's lines (or inserting one field)."""
         pos = self._require_entry(section, index)
-        if key in pos.fields:
-            f = pos.fields[key]
-            lines = fmt.render_field(key, value, f.column - 1, flow=f.flow if isinstance(value, list) else None, quote=f.quote)
-            self._replace_lines(f.line, f.end_line, lines)
-        else:
-            end = max((f.end_line for f in pos.fields.values()), default=pos.end_line)
+        sec = self.section_pos(section)
+        if (sec is not None and sec.flow) or self._is_flow_entry(pos):
+            new = dict(self.entries(section)[index].data)
+            new[key] = value
+            self._rewrite_entry(section, index, new)
+            return
+        f = pos.fields.get(key)
+        if f is None:
+            end = max((x.end_line for x in pos.fields.values()), default=pos.end_line)
             self._replace_lines(end, end, fmt.render_field(key, value, pos.indent))
+            return
+        line = self.index.line_text(f.line)
+        col = f.column - 1
+        old_value = self.entries(section)[index].data.get(key)
+        on_dash = bool(line[:col].strip())
+        if not on_dash and not f.flow and self._set_block_list(f, old_value, value):
+            return
+        comment = ""
+        rest = line[col:]
+        if f.end_line == f.line + 1 and f.quote is None and '"' not in rest and "'" not in rest:
+            m = TRAILING_COMMENT.search(rest)
+            comment = m.group(0) if m else ""
+        rendered = fmt.render_field(key, value, col, flow=f.flow if isinstance(value, list) else None, quote=f.quote)
+        rendered[0] = line[:col] + rendered[0][col:] + comment
+        self._replace_lines(f.line, f.end_line, rendered)
+
+    def _set_block_list(self, f: fmt.FieldPos, old: Any, new: Any) -> bool:
+        """Edit a block list of scalars item by item (unchanged items keep their text). False: not applicable."""
+        def scalar(v: Any) -> bool:
+            return not isinstance(v, (list, dict))
+
+        if not (isinstance(old, list) and isinstance(new, list) and old and new):
+            return False
+        if not all(scalar(v) for v in old) or not all(scalar(v) for v in new):
+            return False
+        lines = [self.index.line_text(n) for n in range(f.line + 1, f.end_line)]
+        matches = [BLOCK_ITEM.match(s) for s in lines]
+        if len(lines) != len(old) or not all(matches):
+            return False
+        pad = matches[0].group(1)
+        out: list[str] = []
+        sm = difflib.SequenceMatcher(a=[repr(v) for v in old], b=[repr(v) for v in new], autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            if tag == "equal":
+                out.extend(lines[i1:i2])
+                continue
+            for k, v in enumerate(new[j1:j2]):
+                src = matches[i1 + k] if i1 + k < i2 else None
+                quote = src.group(2)[:1] if src and src.group(2)[:1] in ("'", '"') else None
+                out.append((src.group(1) if src else pad) + fmt.render_scalar(v, quote) + ((src.group(3) or "") if src else ""))
+        self._replace_lines(f.line + 1, f.end_line, out)
+        return True
 
     def remove_field(self, section: str, index: int, key: str) -> None:
         pos = self._require_entry(section, index)
-        if key in pos.fields:
-            f = pos.fields[key]
+        if key not in pos.fields:
+            return
+        f = pos.fields[key]
+        sec = self.section_pos(section)
+        on_dash = bool(self.index.line_text(f.line)[: f.column - 1].strip())
+        if on_dash or (sec is not None and sec.flow) or self._is_flow_entry(pos):
+            new = {k: v for k, v in self.entries(section)[index].data.items() if k != key}
+            self._rewrite_entry(section, index, new)
+        else:
             self._replace_lines(f.line, f.end_line, [])
 
     def update_entry(self, section: str, index: int, new: dict) -> None:
@@ -247,10 +343,18 @@ class Document:
         if pos is None:
             raise ValueError(f"{self.label}: no {section} entry #{index + 1}")
         sec = self.section_pos(section)
-        if sec and len(sec.items) == 1 and not sec.flow:
+        if sec is not None and sec.flow:
+            items = [x for i, x in enumerate(self._section_items(section)) if i != index]
+            self._rewrite_section(section, items)
+        elif sec and len(sec.items) == 1:
             self._replace_lines(sec.key_line, sec.end_line, [f"{section}: []"])
         else:
             self._replace_lines(pos.line, pos.end_line, [])
+
+    def remove_entries(self, section: str, indexes: "Iterable[int]") -> None:
+        """Remove several entries (highest index first, so positions stay valid)."""
+        for i in sorted(set(indexes), reverse=True):
+            self.remove_entry(section, i)
 
     def append_entry(self, section: str, value: dict) -> None:
         """Add an entry at the end of ``section``, creating the section if the frontmatter lacks it."""

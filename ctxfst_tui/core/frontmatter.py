@@ -242,3 +242,19 @@ def render_item(value: Any, indent: int) -> list[str]:
     if isinstance(value, list):
         return [pad + "- [" + ", ".join(render_scalar(v) for v in value) + "]"]
     return [pad + "- " + render_scalar(value)]
+
+
+def render_flow_mapping(value: dict) -> str | None:
+    """``{k: v, ...}`` on one line, or None when a value is nested too deeply for that."""
+    parts = []
+    for k, v in value.items():
+        if isinstance(v, dict):
+            return None
+        if isinstance(v, list):
+            if not all(not isinstance(x, (list, dict)) for x in v):
+                return None
+            rendered = "[" + ", ".join(render_scalar(x) for x in v) + "]"
+        else:
+            rendered = render_scalar(v)
+        parts.append(f"{render_scalar(str(k))}: {rendered}")
+    return "{" + ", ".join(parts) + "}"
