@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from . import __version__
 
-SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph", "chunk", "convert")
+SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph", "chunk", "convert", "entities")
 
 
 class CliError(Exception):
@@ -255,6 +255,65 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _workspace(path: str):
+    from .core.entities import Workspace
+
+    if not Path(path).exists():
+        raise CliError(f"{path}: no such file or folder")
+    return Workspace.load(path)
+
+
+def cmd_entities_list(args: argparse.Namespace) -> int:
+    rows = _workspace(args.path).entity_table()
+    if args.json:
+        print(json.dumps({"entities": [r.to_json() for r in rows]}, ensure_ascii=False, indent=2))
+        return 0
+    print(f"{'id':32} {'name':24} {'type':10} {'chunks':>6}  aliases / documents")
+    for r in rows:
+        where = ", ".join(Path(d).name for d in r.declared_in) or "(declared nowhere)"
+        aliases = ", ".join(r.aliases)
+        print(f"{r.id:32} {str(r.name or ''):24} {str(r.type or ''):10} {r.chunks:>6}  {aliases + ' · ' if aliases else ''}{where}")
+    print(f"{len(rows)} entit(y/ies)")
+    return 0
+
+
+def cmd_entities_suggest(args: argparse.Namespace) -> int:
+    from .core.aliases import clusters_to_json, suggest_clusters
+
+    ws = _workspace(args.path)
+    clusters = suggest_clusters(ws.entity_dicts(), ws.chunk_dicts())
+    if args.json:
+        print(json.dumps(clusters_to_json(clusters), ensure_ascii=False, indent=2))
+        return 0
+    for c in clusters:
+        others = [m for m in c.members if m != c.canonical]
+        print(f"[{c.tier}] {c.canonical} ← {', '.join(others)}")
+        for reason in c.reasons:
+            print(f"    {reason}")
+    sure = sum(c.tier == "sure" for c in clusters)
+    print(f"{len(clusters)} cluster(s): {sure} sure, {len(clusters) - sure} to review")
+    return 0
+
+
+def cmd_entities_merge(args: argparse.Namespace) -> int:
+    from .core.entities import EntityOpError, merge_entities
+
+    ws = _workspace(args.path)
+    try:
+        result = merge_entities(ws, args.into, args.merged, dry_run=args.dry_run)
+    except EntityOpError as exc:
+        raise CliError(str(exc), 1) from None
+    if args.dry_run:
+        print(result, end="" if str(result).endswith("\n") else "\n")
+        return 0
+    try:
+        saved = ws.save()
+    except OSError as exc:
+        raise CliError(f"cannot save: {exc}") from None
+    print(f"merged {', '.join(args.merged)} into {args.into}; {len(saved)} file(s) written", file=sys.stderr)
+    return 0
+
+
 def _add_chunk_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unit", choices=("tokens", "chars"), default=None, help="budget unit (default chars)")
     p.add_argument("--size", type=int, default=None, help="chunk budget (default 256 tokens / 1024 chars)")
@@ -320,6 +379,23 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--force", action="store_true", help="overwrite the output if it exists")
     _add_chunk_options(cv)
     cv.set_defaults(func=cmd_convert)
+
+    en = sub.add_parser("entities", help="list entities, suggest alias clusters, merge entities")
+    en_sub = en.add_subparsers(dest="entities_command", metavar="ACTION", required=True)
+    el = en_sub.add_parser("list", help="every entity of the workspace with its links")
+    el.add_argument("path")
+    el.add_argument("--json", action="store_true")
+    el.set_defaults(func=cmd_entities_list)
+    es = en_sub.add_parser("suggest", help="clusters of entities that look like one concept")
+    es.add_argument("path")
+    es.add_argument("--json", action="store_true")
+    es.set_defaults(func=cmd_entities_suggest)
+    em = en_sub.add_parser("merge", help="merge entities into one, across every document")
+    em.add_argument("path")
+    em.add_argument("--into", required=True, help="the entity id to keep")
+    em.add_argument("merged", nargs="+", help="entity ids merged into it")
+    em.add_argument("--dry-run", action="store_true", help="print the unified diff, write nothing")
+    em.set_defaults(func=cmd_entities_merge)
     return p
 
 
