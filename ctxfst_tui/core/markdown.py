@@ -1,0 +1,389 @@
+"""Markdown block segmentation with exact source offsets, on mistune's block parser.
+
+mistune's tokens carry no positions, but its block state's cursor does: the parser here records
+the cursor when each top-level token is appended (and, for containers appended after their
+content was scanned, when the rule that made them started). A token then spans from its start
+to the next token's start, so the blocks tile the source with no gap and no overlap:
+``"".join(text[b.start:b.end] for b in parse_blocks(text)) == text``.
+
+Only top-level blocks are needed for chunking, so container contents (list items, quotes) are
+not parsed further; their extent comes from mistune's own line scanning.
+
+Besides mistune's blocks this module recognises GFM tables (a paragraph line followed by a
+delimiter row), a YAML frontmatter block at the top, and CtxFST ``<Chunk id="...">`` /
+``</Chunk>`` tag lines (outside code), so a tag line never swallows the heading below it.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from mistune.block_parser import BlockParser
+from mistune.core import BlockState
+
+__all__ = ["Block", "OffsetMap", "parse_blocks", "parse_normalized", "heading_marker", "FENCE_OPEN"]
+
+
+@dataclass(slots=True)
+class Block:
+    """One top-level block: ``text[start:end]`` of the parsed source, trailing blank lines included.
+
+    kind: heading | paragraph | code | table | list | quote | html | rule | blank |
+          frontmatter | chunk_open | chunk_close (| text for plain-text paragraphs)
+    """
+
+    kind: str
+    start: int
+    end: int
+    level: int = 0  # heading level (1-6 in Markdown, depth of the number in plain text)
+    title: str = ""  # heading text
+    fence: str = ""  # fenced code: the fence run (``` or ~~~~); "" for indented code
+    info: str = ""  # fenced code: the info string
+    chunk_id: str = ""  # chunk_open: the CtxFST chunk id
+    marker: str = ""  # heading: how it is written in a path ("## Install", "3.1 Install")
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+# -- offsets through normalisation ------------------------------------------------------------------
+
+
+class OffsetMap:
+    """Maps offsets of a normalised text back to the text it was made from.
+
+    Built from non-overlapping edits ``(start, end, replacement)`` on the original text. An offset
+    inside a replacement maps to the replaced region's start (or end, for end offsets), so a span
+    of the normalised text maps to the span of the original that produced it.
+    """
+
+    __slots__ = ("_nstarts", "_edits", "parent")
+
+    def __init__(self, edits: list[tuple[int, int, str]], parent: "OffsetMap | None" = None):
+        nstarts: list[int] = []
+        table: list[tuple[int, int, int, int]] = []
+        shift = 0  # normalised - original, before the current edit
+        for ostart, oend, repl in edits:
+            ns = ostart + shift
+            nstarts.append(ns)
+            table.append((ns, len(repl), ostart, oend))
+            shift += len(repl) - (oend - ostart)
+        self._nstarts = nstarts
+        self._edits = table
+        self.parent = parent
+
+    @staticmethod
+    def apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+        if not edits:
+            return text
+        parts = []
+        pos = 0
+        for ostart, oend, repl in edits:
+            parts.append(text[pos:ostart])
+            parts.append(repl)
+            pos = oend
+        parts.append(text[pos:])
+        return "".join(parts)
+
+    def to_source(self, n: int, end: bool = False) -> int:
+        i = bisect.bisect_right(self._nstarts, n) - 1
+        if i < 0:
+            o = n
+        else:
+            ns, nl, os_, oe = self._edits[i]
+            if n >= ns + nl:
+                o = oe + (n - ns - nl)
+            elif n == ns:
+                o = os_
+            else:
+                o = oe if end else os_
+        return self.parent.to_source(o, end) if self.parent is not None else o
+
+    @property
+    def identity(self) -> bool:
+        return not self._edits and (self.parent is None or self.parent.identity)
+
+
+def normalize_newlines(text: str) -> tuple[str, OffsetMap | None]:
+    """LF line endings (and no byte-order mark) for parsing, with the map back to ``text``."""
+    if "\r" not in text and not text.startswith("\ufeff"):
+        return text, None
+    edits: list[tuple[int, int, str]] = []
+    if text.startswith("\ufeff"):
+        edits.append((0, 1, ""))
+    if "\r" in text:
+        for m in _CR.finditer(text):
+            if m.group() == "\r\n":
+                edits.append((m.start(), m.start() + 1, ""))
+            else:
+                edits.append((m.start(), m.end(), "\n"))
+    edits.sort()
+    return OffsetMap.apply(text, edits), OffsetMap(edits)
+
+
+_CR = re.compile(r"\r\n?")
+
+
+# -- mistune with positions ---------------------------------------------------------------------------
+
+
+class _State(BlockState):
+    """Records where each top-level token starts (``tok["_start"]``)."""
+
+    def add_paragraph(self, text: str) -> None:
+        tokens = self.tokens
+        if tokens and tokens[-1]["type"] == "paragraph":
+            tokens[-1]["text"] += text
+        else:
+            tokens.append({"type": "paragraph", "text": text, "_start": self.cursor})
+
+    def append_token(self, token) -> None:
+        # leaf rules append their token before moving the cursor: the cursor is the token's start
+        token.setdefault("_start", self.cursor)
+        self.tokens.append(token)
+
+
+# Rules that append (or insert) their token after the cursor moved on, sometimes after a block
+# that interrupted them was appended: their token starts where the rule started.
+_LATE_RULES = {"list": "list", "block_quote": "block_quote", "block_html": "block_html", "raw_html": "block_html"}
+
+
+class _Parser(BlockParser):
+    state_cls = _State
+
+    def __init__(self) -> None:
+        super().__init__()
+        for rule, token_type in _LATE_RULES.items():
+            self._methods[rule] = self._starting_at_entry(self._methods[rule], token_type)
+
+    @staticmethod
+    def _starting_at_entry(method, token_type: str):
+        def run(m, state):
+            start = state.cursor
+            tokens = state.tokens
+            n = len(tokens)
+            end = method(m, state)
+            for i in range(n, len(tokens)):
+                tok = tokens[i]
+                if tok["type"] == token_type or "_start" not in tok:
+                    tok["_start"] = start
+            return end
+
+        return run
+
+    def parse(self, state, rules=None):  # type: ignore[override]
+        if state.parent is not None:  # container content: its extent is already known
+            return
+        super().parse(state, rules)
+
+    def _parse_indent_code_fast(self, state):  # type: ignore[override]
+        c = state.src[state.cursor : state.cursor + 1]
+        if c != " " and c != "\t":  # an indented code line starts with a space or a tab
+            return None
+        return super()._parse_indent_code_fast(state)
+
+
+_parser = _Parser()
+
+FENCE_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})[ \t]*([^\n]*)")
+_DELIM_ROW = re.compile(r"^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_FRONTMATTER_OPEN = re.compile(r"---[ \t]*\n")
+_FRONTMATTER_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$\n?", re.M)
+_BLANK_RUN = re.compile(r"(?:[ \t]*\n)*")
+_TAG_HINT = re.compile(r"<\s*/?\s*chunk\b", re.I)
+_TAG_LINE = re.compile(
+    r"""^[ \t]*(?:<\s*Chunk\s+id\s*=\s*(?:"([^"\n]*)"|'([^'\n]*)')\s*>|<\s*/\s*Chunk\s*>)[ \t]*$""", re.I
+)
+_HEADING_TRIM = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+
+_KINDS = {
+    "heading": "heading",
+    "paragraph": "paragraph",
+    "block_code": "code",
+    "block_quote": "quote",
+    "list": "list",
+    "block_html": "html",
+    "thematic_break": "rule",
+    "blank_line": "blank",
+}
+
+
+def heading_marker(level: int, title: str) -> str:
+    return ("#" * level + " " + title) if title else "#" * level
+
+
+def _cell_count(line: str) -> int:
+    s = line.strip()
+    if s.startswith("|"):
+        s = s[1:]
+    if s.endswith("|") and not s.endswith("\\|"):
+        s = s[:-1]
+    return len(re.split(r"(?<!\\)\|", s))
+
+
+def _split_table(block: Block, src: str) -> list[Block]:
+    """A paragraph token that holds a GFM table: [paragraph lines before it], [table]."""
+    text = src[block.start : block.end]
+    lines = text.splitlines(keepends=True)
+    pos = block.start
+    offsets = []
+    for line in lines:
+        offsets.append(pos)
+        pos += len(line)
+    for i in range(1, len(lines)):
+        row = lines[i].rstrip("\n")
+        if "-" not in row or not _DELIM_ROW.match(row):
+            continue
+        header = lines[i - 1].rstrip("\n")
+        if "|" not in row and "|" not in header:
+            continue
+        if "|" not in header or _cell_count(header) != _cell_count(row):
+            continue
+        out = []
+        if i - 1 > 0:
+            out.append(Block("paragraph", block.start, offsets[i - 1]))
+        out.append(Block("table", offsets[i - 1], block.end))
+        return out
+    return [block]
+
+
+def _parse_markdown(src: str, base: int, out: list[Block]) -> None:
+    """mistune over ``src`` (LF newlines); blocks appended to ``out`` with offsets + ``base``."""
+    if not src:
+        return
+    state = _State()
+    state.process(src)
+    _parser.parse(state)
+    n = len(src)
+    toks = []
+    last_start = -1
+    for tok in state.tokens:
+        s = tok.get("_start")
+        if s is None or s <= last_start or s >= n:
+            continue  # defensive: the text is left to the previous block
+        toks.append((s, tok))
+        last_start = s
+    local: list[Block] = []
+    pending: int | None = 0 if (not toks or toks[0][0] != 0) else None  # text no block claimed yet
+    for i, (s, tok) in enumerate(toks):
+        e = toks[i + 1][0] if i + 1 < len(toks) else n
+        kind = _KINDS.get(tok["type"], "paragraph")
+        if kind == "paragraph" and not src[s:e].strip():
+            kind = "blank"  # whitespace with no newline at the very end
+        if kind == "blank":
+            if local and local[-1].end == s:
+                local[-1].end = e
+            elif pending is None:
+                pending = s
+            continue
+        start = s if pending is None else pending
+        pending = None
+        block = Block(kind, start, e)
+        if kind == "heading":
+            block.level = tok["attrs"]["level"]
+            title = tok.get("text", "")
+            if tok.get("style") == "setext":
+                title = " ".join(title.split())
+            block.title = title.strip()
+            block.marker = heading_marker(block.level, block.title)
+        elif kind == "code":
+            if tok.get("style") == "fenced":
+                m = FENCE_OPEN.match(src, s)
+                if m:
+                    block.fence = m.group(2)
+                    block.info = m.group(3).strip()
+                else:  # pragma: no cover - mistune said fenced
+                    block.fence = tok.get("marker", "```")
+        elif kind == "paragraph" and "|" in src[s:e] and "-" in src[s:e]:
+            local.extend(_split_table(block, src))
+            continue
+        local.append(block)
+    if pending is not None:  # text (blank lines, a link definition) that no block took
+        if local and local[-1].end == pending:
+            local[-1].end = n
+        else:
+            local.append(Block("paragraph" if src[pending:].strip() else "blank", pending, n))
+    if base:
+        for b in local:
+            b.start += base
+            b.end += base
+    out.extend(local)
+
+
+def _frontmatter_end(text: str) -> int:
+    """End offset (after the closing line and the blank lines after it) of a frontmatter block, or 0."""
+    if not text.startswith("---"):
+        return 0
+    m = _FRONTMATTER_OPEN.match(text)
+    if not m:
+        return 0
+    c = _FRONTMATTER_CLOSE.search(text, m.end())
+    if not c:
+        return 0
+    end = c.end()
+    return _BLANK_RUN.match(text, end).end()
+
+
+def _tag_lines(text: str, start: int) -> list[tuple[int, int, str, str]]:
+    """``(line_start, line_end_with_blank_lines, kind, id)`` for whole-line <Chunk> tags outside code."""
+    if not _TAG_HINT.search(text, start):
+        return []
+    from .chunk_tags import scan_tags  # the project's code-aware tag scanner
+    from .source import LineIndex
+
+    found = []
+    for ev in scan_tags(text, start, LineIndex(text)):
+        ls = text.rfind("\n", 0, ev.span.start) + 1
+        le = text.find("\n", ev.span.end)
+        le = len(text) if le == -1 else le + 1
+        m = _TAG_LINE.match(text[ls:le].rstrip("\n"))
+        if not m:
+            continue  # a tag inside other text: left to the chunker's inline stripping
+        if found and found[-1][0] == ls:
+            continue
+        end = _BLANK_RUN.match(text, le).end()
+        if ev.kind == "open":
+            found.append((ls, end, "chunk_open", ev.chunk_id or ""))
+        else:
+            found.append((ls, end, "chunk_close", ""))
+    return found
+
+
+def parse_normalized(text: str) -> list[Block]:
+    """Blocks of a text that already has LF newlines and no BOM; they tile ``text`` exactly."""
+    out: list[Block] = []
+    pos = _frontmatter_end(text)
+    if pos:
+        out.append(Block("frontmatter", 0, pos))
+    for ls, le, kind, cid in _tag_lines(text, pos):
+        if ls < pos:
+            continue
+        _parse_markdown(text[pos:ls], pos, out)
+        out.append(Block(kind, ls, le, chunk_id=cid))
+        pos = le
+    if pos == 0:
+        _parse_markdown(text, 0, out)
+    else:
+        _parse_markdown(text[pos:], pos, out)
+    return out
+
+
+def parse_blocks(text: str) -> list[Block]:
+    """Top-level Markdown blocks of ``text`` with char offsets into ``text`` itself.
+
+    Blank lines belong to the block before them (leading ones to the first block), so the
+    blocks tile the text: consecutive, non-overlapping, covering every character. CRLF / CR
+    newlines and a byte-order mark are handled; offsets still point into ``text``.
+    """
+    norm, omap = normalize_newlines(text)
+    blocks = parse_normalized(norm)
+    if omap is not None:
+        for b in blocks:
+            b.start = omap.to_source(b.start)
+            b.end = omap.to_source(b.end, end=True)
+        if blocks:
+            blocks[0].start = 0
+            blocks[-1].end = len(text)
+    return blocks

