@@ -1,7 +1,8 @@
 """Messages that cross from panes and workers to the screen.
 
-Panes post intents (``DocumentSelected``, ``FindingSelected``); workers post results
-(``DocumentsListed``, ``StatusesValidated``, ``DocumentLoaded``). The screen decides.
+Panes post intents (``DocumentSelected``, ``FindingSelected``, ``MergeRequested``,
+``FixRequested``…); workers post results (``DocumentsListed``, ``StatusesValidated``,
+``WorkspaceLoaded``, ``DocumentLoaded``, ``WorkspaceAnalysed``…). The screen decides.
 """
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 
 from textual.message import Message
 
+from ..core.entities import Workspace
+from .analysis import DiagnosisItem, EntityInfo, WorkspaceAnalysis
 from .report import DocumentReport, DocumentStatus
 
 
@@ -48,12 +51,16 @@ class StatusesValidated(Message):
 
 
 class DocumentLoaded(Message):
-    """A worker loaded and validated the selected document."""
+    """A worker loaded and validated the selected document.
 
-    def __init__(self, report: DocumentReport, reloaded: bool = False) -> None:
+    ``reloaded``: shown again (positions kept); ``from_disk``: read from the file on purpose (``r``).
+    """
+
+    def __init__(self, report: DocumentReport, reloaded: bool = False, from_disk: bool = False) -> None:
         super().__init__()
         self.report = report
         self.reloaded = reloaded
+        self.from_disk = from_disk
 
 
 class ChunksComputed(Message):
@@ -77,3 +84,63 @@ class DocumentConverted(Message):
         self.target = target
         self.chunks = chunks
         self.error = error
+
+
+class WorkspaceLoaded(Message):
+    """The scan worker read the workspace's CtxFST documents into memory."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        super().__init__()
+        self.workspace = workspace
+
+
+class WorkspaceAnalysed(Message):
+    """A worker computed the entity table, merge suggestions, diagnosis and statuses."""
+
+    def __init__(self, analysis: WorkspaceAnalysis) -> None:
+        super().__init__()
+        self.analysis = analysis
+
+
+class WorkspaceSaved(Message):
+    """A worker wrote the unsaved documents (or failed to, with ``error``)."""
+
+    def __init__(self, written: list[Path], error: str | None = None) -> None:
+        super().__init__()
+        self.written = written
+        self.error = error
+
+
+class MergeRequested(Message):
+    """Merge ``merged`` into ``into`` (after the diff has been shown and confirmed)."""
+
+    def __init__(self, into: str, merged: list[str], tier: str) -> None:
+        super().__init__()
+        self.into = into
+        self.merged = merged
+        self.tier = tier
+
+
+class EntityEditRequested(Message):
+    """Edit an entity: ``what`` is "entity" (id, name, type), "aliases" or "delete"."""
+
+    def __init__(self, entity: EntityInfo, what: str) -> None:
+        super().__init__()
+        self.entity = entity
+        self.what = what
+
+
+class DiagnosisChosen(Message):
+    """The user chose a diagnosis finding: open its document and show its place."""
+
+    def __init__(self, item: DiagnosisItem) -> None:
+        super().__init__()
+        self.item = item
+
+
+class FixRequested(Message):
+    """Apply the fix of a diagnosis finding."""
+
+    def __init__(self, item: DiagnosisItem) -> None:
+        super().__init__()
+        self.item = item

@@ -58,6 +58,8 @@ class DocumentReport:
     text: str  # what the source view shows (a lossy decode for a non-UTF-8 file)
     source_note: str | None = None  # why there is no text to show, if there is none
     findings: list[Finding] = field(default_factory=list)
+    unsaved: bool = False  # the text shown differs from the file on disk
+    document: Document | None = field(default=None, repr=False, compare=False)  # the parsed copy
 
     @property
     def status(self) -> DocumentStatus:
@@ -110,7 +112,7 @@ def _display_text(doc: Document) -> tuple[str, str | None]:
     return "", "The file could not be read."
 
 
-def report_for(doc: Document, root: Path) -> DocumentReport:
+def report_for(doc: Document, root: Path, unsaved: bool = False) -> DocumentReport:
     path = doc.path or Path("<input>")
     text, source_note = _display_text(doc)
     return DocumentReport(
@@ -130,14 +132,23 @@ def report_for(doc: Document, root: Path) -> DocumentReport:
         text=text,
         source_note=source_note,
         findings=_findings(doc),
+        unsaved=unsaved,
+        document=doc,
     )
 
 
-def build_report(path: str | os.PathLike, root: str | os.PathLike) -> DocumentReport:
-    """Load and validate one file (never raises for a bad file)."""
-    return report_for(Document.load(path), Path(root))
+def build_report(path: str | os.PathLike, root: str | os.PathLike, data: bytes | None = None,
+                 unsaved: bool = False) -> DocumentReport:
+    """Validate one document: its in-memory ``data`` when given, else the file (never raises for a bad file)."""
+    doc = Document(data, path) if data is not None else Document.load(path)
+    return report_for(doc, Path(root), unsaved)
+
+
+def status_for(doc: Document) -> DocumentStatus:
+    """The tree's verdict for one parsed document."""
+    return DocumentStatus.of(_findings(doc))
 
 
 def status_of(path: str | os.PathLike) -> DocumentStatus:
     """The tree's verdict for one file, without keeping the document around."""
-    return DocumentStatus.of(_findings(Document.load(path)))
+    return status_for(Document.load(path))

@@ -33,10 +33,11 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "No", id="confirm.no"),
     ]
 
-    def __init__(self, question: str, yes: str = "Yes", no: str = "Cancel") -> None:
+    def __init__(self, question: str, yes: str = "Yes", no: str = "Cancel", focus_yes: bool = True) -> None:
         super().__init__()
         self.question = question
         self.yes, self.no = yes, no
+        self.focus_yes = focus_yes  # False when "yes" loses work: Enter then cancels
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -46,7 +47,7 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button(self.yes, id="yes", variant="primary")
 
     def on_mount(self) -> None:
-        self.query_one("#yes", Button).focus()
+        self.query_one("#yes" if self.focus_yes else "#no", Button).focus()
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

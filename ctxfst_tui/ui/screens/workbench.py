@@ -1,12 +1,16 @@
-"""The workbench screen: tree on the left; summary, findings and source on the right.
+"""The workbench screen: tree on the left; summary and findings over Source / Chunks / Entities / Diagnosis.
 
-The screen mediates: panes post intents (DocumentSelected, FindingSelected), the screen asks
-the App's workers to call the core, and hands the results (Messages) down to the panes.
+The screen mediates: panes post intents (DocumentSelected, FindingSelected, MergeRequested,
+FixRequested…), the screen calls the core (entity operations and fixes directly, on the
+session's in-memory workspace: they are fast; everything else through the App's workers)
+and hands the results (Messages) down to the panes. After every edit, undo or redo it
+refreshes what depends on the workspace: the open document, the entity table and the
+suggested merges, the diagnosis, the tree's statuses and unsaved markers.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from textual import on
 from textual.app import ComposeResult
@@ -16,25 +20,58 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from ...core.convert import default_target
+from ...core.document import Document
+from ...core.entities import (
+    EntityOpError,
+    UndoRecord,
+    add_alias,
+    delete_entity,
+    merge_entities,
+    remove_alias,
+    rename_entity_id,
+    update_entity,
+)
+from ...core.fixes import FixError, apply_fix
 from ...core.preview import Budget
+from ..analysis import DiagnosisItem, EntityInfo
 from ..messages import (
     ChunksComputed,
+    DiagnosisChosen,
     DocumentConverted,
     DocumentLoaded,
     DocumentSelected,
     DocumentsListed,
+    EntityEditRequested,
     FindingSelected,
+    FixRequested,
+    MergeRequested,
     StatusesValidated,
+    WorkspaceAnalysed,
+    WorkspaceLoaded,
+    WorkspaceSaved,
 )
+from ..widgets.chunk_map import ChunkMap
 from ..widgets.chunk_preview import ChunkPreview
+from ..widgets.diagnosis_pane import DiagnosisPane
 from ..widgets.document_summary import DocumentSummary
 from ..widgets.document_tree import DocumentTree
+from ..widgets.entity_panel import EntityPanel, EntityTable
 from ..widgets.findings_pane import FindingsPane
 from ..widgets.source_view import SourceView
 from .confirm import ConfirmScreen
+from .diff import DiffScreen
+from .entity_edit import AliasEditScreen, EntityEditScreen
 
 if TYPE_CHECKING:
     from ..app import WorkbenchApp
+    from ..session import Session
+
+WORKSPACE_TABS = {"entities-tab", "diagnosis-tab"}
+TABS = {"source-tab": "#source", "chunks-tab": "#chunk-map", "entities-tab": "#entity-table", "diagnosis-tab": "#diagnosis-tree"}
+
+
+def _fold(s: str) -> str:
+    return s.strip().casefold()
 
 
 class WorkbenchScreen(Screen[None]):
@@ -43,24 +80,36 @@ class WorkbenchScreen(Screen[None]):
     # Below 140 columns the summary stacks above the findings instead of beside them.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
 
+    PANES = Binding.Group("Pane")
+    TABS = Binding.Group("Tab", compact=True)
     BINDINGS = [
         Binding("r", "reload", "Reload", id="reload", tooltip="Read the selected document again from disk"),
-        Binding("tab", "app.focus_next", "Next pane", id="next-pane"),
-        Binding("shift+tab", "app.focus_previous", "Previous pane", id="previous-pane"),
-        Binding("1", "show_tab('source-tab')", "Source", id="show-source"),
-        Binding("2", "show_tab('chunks-tab')", "Chunks", id="show-chunks"),
+        Binding("tab", "app.focus_next", "Next pane", id="next-pane", group=PANES),
+        Binding("shift+tab", "app.focus_previous", "Previous pane", id="previous-pane", group=PANES),
+        Binding("1", "show_tab('source-tab')", "Source", id="show-source", group=TABS),
+        Binding("2", "show_tab('chunks-tab')", "Chunks", id="show-chunks", group=TABS),
+        Binding("3", "show_tab('entities-tab')", "Entities", id="show-entities", group=TABS),
+        Binding("4", "show_tab('diagnosis-tab')", "Diagnosis", id="show-diagnosis", group=TABS),
     ]
 
     def __init__(self, root: Path) -> None:
         super().__init__()
         self.root = root
         self.current: Path | None = None  # the document the panes show (or are about to)
+        self.current_doc: Document | None = None  # a worker-side copy of it, for re-chunking
         self.budget: Budget | None = None  # None: preview the document's own tags
         self.current_has_tags = False
+        self._jump: DiagnosisItem | None = None  # a finding to show once its document is open
+        self._discard: Path | None = None  # a document whose unsaved edits the user agreed to drop
+        self._analysed_version = -1
 
     @property
     def workbench(self) -> "WorkbenchApp":
         return cast("WorkbenchApp", self.app)
+
+    @property
+    def session(self) -> "Session":
+        return self.workbench.session
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -75,6 +124,10 @@ class WorkbenchScreen(Screen[None]):
                         yield SourceView(id="source")
                     with TabPane("Chunks", id="chunks-tab"):
                         yield ChunkPreview(id="preview")
+                    with TabPane("Entities", id="entities-tab"):
+                        yield EntityPanel(id="entities")
+                    with TabPane("Diagnosis", id="diagnosis-tab"):
+                        yield DiagnosisPane(id="diagnosis")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -85,42 +138,72 @@ class WorkbenchScreen(Screen[None]):
     @on(DocumentsListed)
     def _listed(self, message: DocumentsListed) -> None:
         self.query_one(DocumentTree).show_documents(message.root, message.paths)
+        self._show_unsaved()
 
     @on(StatusesValidated)
     def _validated(self, message: StatusesValidated) -> None:
-        self.query_one(DocumentTree).set_statuses(message.statuses)
+        # Statuses read from disk are stale for documents edited in memory (the analysis has them).
+        dirty = self.session.dirty_paths
+        self.query_one(DocumentTree).set_statuses({p: s for p, s in message.statuses.items() if p not in dirty})
+
+    @on(WorkspaceLoaded)
+    def _workspace_loaded(self, message: WorkspaceLoaded) -> None:
+        self.session.adopt(message.workspace)
+        self._analyse()
+
+    @on(WorkspaceAnalysed)
+    def _analysed(self, message: WorkspaceAnalysed) -> None:
+        analysis = message.analysis
+        if analysis.version != self.session.version:
+            return  # the workspace changed since; a newer analysis is on its way
+        self._analysed_version = analysis.version
+        self.query_one(DocumentTree).set_statuses(analysis.statuses)
+        self.query_one(EntityPanel).show(analysis.entities, analysis.clusters)
+        self.query_one(DiagnosisPane).show_findings(analysis.findings, len(analysis.statuses))
 
     @on(DocumentLoaded)
     def _loaded(self, message: DocumentLoaded) -> None:
         report = message.report
         if report.path != self.current:
             return  # the user has moved on to another document
+        if message.from_disk and report.document is not None and self.session.document(report.path) is not None:
+            if self.session.is_dirty(report.path) and self._discard != report.path:
+                self._open(report.path, reloaded=message.reloaded)  # stale disk read: show the edits instead
+                return
+            self._discard = None
+            if report.readable and self.session.replace_document(Document(report.document.raw, report.path)):
+                self._edited(refresh_open=False)
+        self.current_doc = report.document
         self.query_one(DocumentTree).set_statuses({report.path: report.status})
         self.query_one(DocumentSummary).show_report(report)
         self.query_one(FindingsPane).show_findings(report.findings, keep_cursor=message.reloaded)
-        self.query_one(SourceView).show_text(
-            report.text, report.display_path, keep_position=message.reloaded, note=report.source_note
-        )
-        if message.reloaded:
+        name = report.display_path + (" ●" if report.unsaved else "")
+        self.query_one(SourceView).show_text(report.text, name, keep_position=message.reloaded, note=report.source_note)
+        if message.reloaded and message.from_disk:
             self.notify(f"Reloaded {report.display_path}", timeout=2)
         self.current_has_tags = report.body_chunks > 0
-        if not report.readable:
+        if self._jump is not None and self._jump.path == report.path:
+            self._show_place(self._jump, chunks_ready=False)
+        if not report.readable or report.document is None:
             self.query_one(ChunkPreview).show_message(report.problem or "Nothing to chunk.")
             return
         budget = None if (self.current_has_tags and self.budget is None) else (self.budget or Budget(*self.query_one(ChunkPreview).budget))
-        self.workbench.chunk_document(report.path, budget, self, keep_selection=message.reloaded)
+        self.workbench.chunk_document(report.document, budget, self, keep_selection=message.reloaded)
 
     @on(ChunksComputed)
     def _chunks_computed(self, message: ChunksComputed) -> None:
         if message.path != self.current:
             return
         self.query_one(ChunkPreview).show_spans(message.text, message.spans, message.what, message.keep_selection)
+        if self._jump is not None and self._jump.path == message.path:
+            self._select_chunk(self._jump)
+            self._jump = None
 
     @on(ChunkPreview.RechunkRequested)
     def _rechunk(self, message: ChunkPreview.RechunkRequested) -> None:
         self.budget = Budget(message.unit, message.size, message.overlap)
-        if self.current is not None:
-            self.workbench.chunk_document(self.current, self.budget, self, keep_selection=True)
+        if self.current is not None and self.current_doc is not None:
+            self.workbench.chunk_document(self.current_doc, self.budget, self, keep_selection=True)
 
     @on(ChunkPreview.ConvertRequested)
     def _convert(self) -> None:
@@ -133,10 +216,12 @@ class WorkbenchScreen(Screen[None]):
         source = self.current
         target = default_target(source)
         budget = self.budget or Budget(*self.query_one(ChunkPreview).budget)
-        n = len(self.query_one(ChunkPreview).query_one("#chunk-map").spans)
+        n = len(self.query_one(ChunkMap).spans)
         question = f"Convert [b]{source.name}[/] to CtxFST with the {n} chunks shown ({budget.size} {budget.unit})?\n\nIt will be written to [b]{target}[/]."
         if target.exists():
             question += "\n\n[b $warning]That file exists and will be overwritten.[/]"
+            if self.session.is_dirty(target):
+                question += "\n[b $error]It also has unsaved edits here, which will be lost.[/]"
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -150,7 +235,23 @@ class WorkbenchScreen(Screen[None]):
             self.notify(f"{message.source.name}: {message.error}", title="Not converted", severity="error", timeout=8)
             return
         self.notify(f"Wrote {message.target} ({message.chunks} chunks).", title="Converted", timeout=5)
+        held = self.session.document(message.target)
+        if held is not None and message.target is not None:
+            # The file was overwritten on disk: hold the new text (the old edits are gone).
+            self.session.replace_document(Document.load(message.target))
         self.workbench.scan_folder(self.root, self)
+
+    @on(WorkspaceSaved)
+    def _saved(self, message: WorkspaceSaved) -> None:
+        self._show_unsaved()
+        if message.error:
+            self.notify(message.error, title="Not saved", severity="error", timeout=8)
+        elif message.written:
+            names = ", ".join(self.session.label(p) for p in message.written[:3]) + (" …" if len(message.written) > 3 else "")
+            count = len(message.written)
+            self.notify(f"Saved {count} document{'s' if count != 1 else ''}: {names}", title="Saved", timeout=4)
+        if self.current is not None and (message.written and self.current in message.written):
+            self._open(self.current, reloaded=True)
 
     # ------------------------------------------------------------ intents from panes
     @on(DocumentSelected)
@@ -161,27 +262,200 @@ class WorkbenchScreen(Screen[None]):
     def _finding_selected(self, message: FindingSelected) -> None:
         source = self.query_one(SourceView)
         source.goto(message.line, message.column)
-        self.query_one(ChunkPreview).query_one("#chunk-map").select_line(message.line)
+        self.query_one(ChunkMap).select_line(message.line)
         if message.focus:
             self.query_one(TabbedContent).active = "source-tab"
             source.focus()
 
+    @on(DiagnosisChosen)
+    def _diagnosis_chosen(self, message: DiagnosisChosen) -> None:
+        item = message.item
+        if item.entity_ids and isinstance(item.entity_ids[0], str):
+            self.query_one(EntityTable).highlight(item.entity_ids[0])
+        if item.path == self.current and self.current_doc is not None:
+            self._show_place(item, chunks_ready=True)
+            return
+        self._jump = item
+        self.query_one(DocumentTree).mark_opened(item.path)
+        self._open(item.path)
+
+    def _show_place(self, item: DiagnosisItem, chunks_ready: bool) -> None:
+        """Source view at the finding's line (Source tab, focused); chunk map on its chunk."""
+        source = self.query_one(SourceView)
+        source.goto(item.line, item.column)
+        self.query_one(TabbedContent).active = "source-tab"
+        source.focus()
+        if chunks_ready:
+            self._select_chunk(item)
+            self._jump = None
+
+    def _select_chunk(self, item: DiagnosisItem) -> None:
+        chunk_map = self.query_one(ChunkMap)
+        if not (item.chunk_ids and chunk_map.select_id(item.chunk_ids[0])):
+            chunk_map.select_line(item.line)
+
+    @on(MergeRequested)
+    def _merge_requested(self, message: MergeRequested) -> None:
+        into, merged = message.into, message.merged
+        try:
+            diff = self.session.preview(merge_entities, into, merged)
+        except EntityOpError as exc:
+            self.notify(str(exc), title="Cannot merge", severity="error", timeout=8)
+            return
+        title = f"Merge [b]{', '.join(merged)}[/] into [b]{into}[/]?"
+        note = None
+        if message.tier != "sure":
+            note = "A suggestion to review: these entities only look alike. Check the diff before merging."
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._apply("Merged", lambda: self.session.run(merge_entities, into, merged))
+
+        self.app.push_screen(DiffScreen(title, diff, yes="Merge", note=note), answered)
+
+    @on(EntityEditRequested)
+    def _entity_edit_requested(self, message: EntityEditRequested) -> None:
+        entity = message.entity
+        if message.what == "entity":
+            self.app.push_screen(EntityEditScreen(entity), lambda result: self._edit_entity(entity, result))
+        elif message.what == "aliases":
+            if not entity.declared:
+                self.notify(f"{entity.id} is declared nowhere: it has no aliases to edit.", severity="warning", timeout=4)
+                return
+            self.app.push_screen(AliasEditScreen(entity), lambda result: self._edit_aliases(entity, result))
+        elif message.what == "delete":
+            links = f"{entity.chunks} chunk link{'s' if entity.chunks != 1 else ''}"
+            question = (
+                f"Delete [b]{entity.id}[/]? Its declarations and {links} (and any state references) "
+                f"are removed from {len(entity.documents)} document{'s' if len(entity.documents) != 1 else ''}.\n\n"
+                "Nothing is written until you save; u undoes it."
+            )
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self._apply("Deleted", lambda: self.session.run(delete_entity, entity.id))
+
+            self.app.push_screen(ConfirmScreen(question, yes="Delete"), answered)
+
+    def _edit_entity(self, entity: EntityInfo, result: dict | None) -> None:
+        if not result:
+            return
+        steps: list[tuple[Callable[..., Any], tuple, dict]] = []
+        what = []
+        if "name" in result or "type" in result:
+            steps.append((update_entity, (entity.id,), {"name": result.get("name"), "type": result.get("type")}))
+            what += [f"{k} '{result[k]}'" for k in ("name", "type") if k in result]
+        if "id" in result:
+            steps.append((rename_entity_id, (entity.id, result["id"]), {}))
+            what.append(f"id '{result['id']}'")
+        description = f"set {' and '.join(what)} of {entity.id}"
+        self._apply("Edited", lambda: self.session.run_all(description, steps))
+
+    def _edit_aliases(self, entity: EntityInfo, result: dict | None) -> None:
+        if result is None:
+            return
+        new: list[str] = result.get("aliases", [])
+        old = list(entity.aliases)
+        removed = [a for a in old if _fold(a) not in {_fold(n) for n in new}]
+        added = [a for a in new if _fold(a) not in {_fold(o) for o in old}]
+        if not removed and not added:
+            return
+        steps: list[tuple[Callable[..., Any], tuple, dict]] = []
+        steps += [(remove_alias, (entity.id, a), {}) for a in removed]
+        steps += [(add_alias, (entity.id, a), {}) for a in added]
+        parts = ([f"add {', '.join(added)}"] if added else []) + ([f"remove {', '.join(removed)}"] if removed else [])
+        self._apply("Aliases", lambda: self.session.run_all(f"{'; '.join(parts)} (aliases of {entity.id})", steps))
+
+    @on(FixRequested)
+    def _fix_requested(self, message: FixRequested) -> None:
+        item = message.item
+        self._apply("Fixed", lambda: self.session.run(apply_fix, dict(item.fix), path=item.path))
+
+    # ------------------------------------------------------------ editing
+    def _apply(self, verb: str, edit: Callable[[], UndoRecord | None], what: str = "") -> None:
+        """Run one edit of the session; a refused edit is a notification, never a traceback."""
+        try:
+            record = edit()
+        except (EntityOpError, FixError) as exc:
+            self.notify(str(exc), title=f"Not {verb.lower()}" if verb not in ("Undo", "Redo") else f"Cannot {verb.lower()}",
+                        severity="error", timeout=8)
+            return
+        if record is None:
+            self.notify(what or "Nothing to do.", timeout=2)
+            return
+        if not record.changes:
+            self.notify(f"Nothing changed ({record.description}).", timeout=3)
+            return
+        hint = "U or ctrl+y redoes it" if verb == "Undo" else "u undoes it"
+        count = len(record.changes)
+        self.notify(f"{record.description} — {count} document{'s' if count != 1 else ''} changed, not yet saved; {hint}.",
+                    title=verb, timeout=4)
+        self._edited(paths=set(record.paths))
+
+    def _edited(self, paths: set[Path | None] | None = None, refresh_open: bool = True) -> None:
+        """Refresh everything that depends on the workspace after it changed."""
+        self._show_unsaved()
+        if refresh_open and self.current is not None and (paths is None or self.current in paths):
+            self._open(self.current, reloaded=True)
+        self._analyse()
+
+    def _analyse(self) -> None:
+        if self.session.ready:
+            self.workbench.analyse_workspace(self.session.snapshots(), self.root, self.session.version, self)
+
+    def _show_unsaved(self) -> None:
+        dirty = self.session.dirty_paths
+        self.query_one(DocumentTree).set_unsaved(dirty)
+        base = str(self.root.resolve())
+        n = len(dirty)
+        self.app.sub_title = f"{base}  ·  ● {n} unsaved (ctrl+s saves)" if n else base
+
+    def undo(self) -> None:
+        self._apply("Undo", self.session.undo_last, "Nothing to undo.")
+
+    def redo(self) -> None:
+        self._apply("Redo", self.session.redo_last, "Nothing to redo.")
+
+    def save(self) -> None:
+        if not self.session.ready or not self.session.dirty_paths:
+            self.notify("Nothing to save: every document matches its file.", timeout=2)
+            return
+        self.workbench.save_workspace(self.session.workspace, self)
+
+    # ------------------------------------------------------------ keys
+    @on(TabbedContent.TabActivated, "#lower")
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # The workspace-wide panes get the whole height: the open document's summary steps aside.
+        self.set_class(event.pane.id in WORKSPACE_TABS, "-workspace-tab")
+
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
-        target = self.query_one(SourceView) if tab == "source-tab" else self.query_one("#chunk-map")
-        target.focus()
+        self.query_one(TABS[tab]).focus()
 
     def action_reload(self) -> None:
         if self.current is None:
             self.notify("Select a document first.", severity="warning", timeout=2)
             return
-        self._open(self.current, reloaded=True)
+        path = self.current
+        if not self.session.is_dirty(path):
+            self._open(path, reloaded=True, from_disk=True)
+            return
 
-    def _open(self, path: Path, reloaded: bool = False) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._discard = path
+                self._open(path, reloaded=True, from_disk=True)
+
+        question = f"[b]{self.session.label(path)}[/] has unsaved changes. Read it again from disk and drop them?"
+        self.app.push_screen(ConfirmScreen(question, yes="Reload", focus_yes=False), answered)
+
+    def _open(self, path: Path, reloaded: bool = False, from_disk: bool = False) -> None:
         if path != self.current:
             self.budget = None  # a newly opened document first shows its own boundaries
+            self.current_doc = None
         self.current = path
         self.query_one(DocumentTree).mark_opened(path)
         if not reloaded:
             self.query_one(DocumentSummary).show_loading(path)
-        self.workbench.open_document(path, self.root, self, reloaded)
+        data = None if from_disk else self.session.snapshot(path)
+        self.workbench.open_document(path, self.root, self, reloaded, data, self.session.is_dirty(path))

@@ -74,6 +74,11 @@ class ChunkMap(ScrollView, can_focus=True):
         return self._spans
 
     @property
+    def text(self) -> str:
+        """The lines shown, joined (what a screen reader, or a test, would read)."""
+        return "\n".join(self._lines)
+
+    @property
     def current_span(self) -> ChunkSpan | None:
         return self._spans[self.selected] if 0 <= self.selected < len(self._spans) else None
 
@@ -162,6 +167,14 @@ class ChunkMap(ScrollView, can_focus=True):
 
     def action_last_chunk(self) -> None:
         self._select(len(self._spans) - 1)
+
+    def select_id(self, chunk_id: str) -> bool:
+        """Select the chunk with this id (used when jumping from a diagnosis finding)."""
+        for i, s in enumerate(self._spans):
+            if s.id == chunk_id:
+                self._select(i)
+                return True
+        return False
 
     def select_line(self, line: int) -> None:
         """Select the chunk holding 1-based ``line`` (used when jumping from a finding)."""

@@ -75,6 +75,8 @@ class DocumentSummary(VerticalScroll, can_focus=False):
         if status.infos:
             counts += f", {status.infos} info"
         rows.append(("Status", Content.assemble((f"{GLYPH[status.state]} {verdict}", f"{STATE_STYLE[status.state]} bold"), f" — {counts}")))
+        if report.unsaved:
+            rows.append(("Unsaved", Content.styled("● edited in the workbench, not yet saved (ctrl+s)", "$text-warning")))
         if report.problem:
             rows.append(("Problem", Content.styled(report.problem, "$text-error")))
         if report.readable:

@@ -31,6 +31,7 @@ class DocumentTree(Tree[Path | None]):
         "document-tree--pending",
         "document-tree--folder",
         "document-tree--opened",
+        "document-tree--unsaved",
     }
 
     def __init__(self, root: Path, *, id: str | None = None) -> None:
@@ -42,6 +43,7 @@ class DocumentTree(Tree[Path | None]):
         self.border_subtitle = "scanning…"
         self._statuses: dict[Path, DocumentStatus] = {}
         self._doc_nodes: dict[Path, TreeNode[Path | None]] = {}
+        self._unsaved: set[Path] = set()
         self.opened: Path | None = None
 
     # ------------------------------------------------------------ what the screen hands down
@@ -82,6 +84,18 @@ class DocumentTree(Tree[Path | None]):
             node = self._doc_nodes.get(path)
             if node is not None:
                 node.refresh()
+
+    def set_unsaved(self, paths: set[Path]) -> None:
+        """Mark the documents edited in memory but not saved (●)."""
+        changed = self._unsaved ^ set(paths)
+        self._unsaved = set(paths)
+        for path in changed:
+            node = self._doc_nodes.get(path)
+            if node is not None:
+                node.refresh()
+
+    def unsaved(self, path: Path) -> bool:
+        return path in self._unsaved
 
     def mark_opened(self, path: Path | None) -> None:
         previous, self.opened = self.opened, path
@@ -125,6 +139,8 @@ class DocumentTree(Tree[Path | None]):
         if node.data == self.opened:
             name.stylize(self._style("opened"))
         name.stylize(style)
+        if node.data in self._unsaved:
+            return Text.assemble((GLYPHS[state], glyph_style), " ", name, (" ●", self._style("unsaved")))
         return Text.assemble((GLYPHS[state], glyph_style), " ", name)
 
     # ------------------------------------------------------------ intents

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from textual import on
+from textual.binding import Binding
 from textual.widgets import TextArea
 
 # Characters Python's str.splitlines() breaks on, other than "\n" and "\r\n". The core counts
@@ -29,6 +30,12 @@ def displayable(text: str) -> str:
 
 class SourceView(TextArea):
     """A read-only TextArea; the screen loads text into it and moves its cursor."""
+
+    # Undo/redo here mean the session's edits (the text itself is read-only).
+    BINDINGS = [
+        Binding("ctrl+z", "app.undo", "Undo", show=False, id="source.undo"),
+        Binding("ctrl+y", "app.redo", "Redo", show=False, id="source.redo"),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
