@@ -104,27 +104,66 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from .core.diagnose import diagnose, diagnose_workspace
+    from .core.diagnose import diagnose_workspace
 
+    if args.apply:
+        return _apply_fixes(args)
     docs = _docs(args.path)
-    if Path(args.path).is_file():
-        reports = [diagnose(docs[0], args.level)]
-    else:
-        reports = diagnose_workspace(docs, args.level)
+    reports = diagnose_workspace(docs, args.level)
     if args.json:
-        print(json.dumps(reports[0] if len(reports) == 1 and Path(args.path).is_file() else reports, ensure_ascii=False, indent=2, default=str))
+        single = len(reports) == 1 and Path(args.path).is_file()
+        print(json.dumps(reports[0] if single else reports, ensure_ascii=False, indent=2, default=str))
         return 0
     total = 0
     for rep in reports:
         for issue in rep.get("issues", []):
             total += 1
-            line = issue.get("line")
-            where = f"{rep.get('filepath')}:{line}" if line else str(rep.get("filepath"))
-            ids = ", ".join(issue.get("chunk_ids") or [])
-            print(f"{where}: {issue.get('severity')} [{issue.get('category')}] {issue.get('message')}" + (f" ({ids})" if ids else ""))
+            where = str(rep.get("filepath"))
+            if issue.get("line"):
+                where += f":{issue['line']}" + (f":{issue['column']}" if issue.get("column") else "")
+            ids = ", ".join(map(str, issue.get("chunk_ids") or issue.get("entity_ids") or []))
+            rule = issue.get("rule") or issue.get("category")
+            print(f"{where}: {issue.get('severity')} [{rule}] {issue.get('message')}" + (f" ({ids})" if ids else ""))
             if args.level in ("suggest", "fix") and issue.get("suggestion"):
                 print(f"    suggestion: {issue['suggestion']}")
+            if args.level == "fix" and isinstance(issue.get("fix"), dict):
+                from .core.fixes import describe_fix
+
+                print(f"    fix: {describe_fix(issue['fix'])}")
     print(f"{len(reports)} file(s) diagnosed: {total} finding(s)")
+    return 0
+
+
+def _apply_fixes(args: argparse.Namespace) -> int:
+    """diagnose --apply: every machine-applicable fix, in a safe order, then one save (or a diff)."""
+    from .core.diagnose import diagnose_workspace
+    from .core.fixes import apply_fixes, collect_fixes, describe_fix
+
+    ws = _workspace(args.path)
+    reports = diagnose_workspace(ws.docs, "fix")
+    # Info-level fixes (e.g. unlinking a weak link) are judgement calls: only errors and
+    # warnings are fixed in bulk; the rest are offered one by one in the workbench.
+    severe = [{**r, "issues": [i for i in r.get("issues", []) if i.get("severity") in ("error", "warning")]} for r in reports]
+    before = {id(d): d.text for d in ws.docs}
+    run = apply_fixes(ws, collect_fixes(severe))
+    for fix, _record in run.applied:
+        print(f"applied: {describe_fix(fix)}")
+    for fix, why in run.skipped:
+        print(f"skipped: {describe_fix(fix)} ({why})")
+    if args.dry_run:
+        import difflib
+
+        for d in ws.docs:
+            if d.text != before[id(d)]:
+                sys.stdout.writelines(difflib.unified_diff(
+                    before[id(d)].splitlines(keepends=True), d.text.splitlines(keepends=True), d.label, d.label))
+        print(f"{len(run.applied)} fix(es) would be applied; nothing written (--dry-run)", file=sys.stderr)
+        return 0
+    try:
+        saved = ws.save()
+    except OSError as exc:
+        raise CliError(f"cannot save: {exc}") from None
+    print(f"{len(run.applied)} fix(es) applied, {len(run.skipped)} skipped; {len(saved)} file(s) written", file=sys.stderr)
     return 0
 
 
@@ -349,6 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("path", help="a document or a folder (diagnosed as one workspace)")
     d.add_argument("--level", choices=("diagnose", "suggest", "fix"), default="diagnose")
     d.add_argument("--json", action="store_true")
+    d.add_argument("--apply", action="store_true", help="apply the fixes of every error and warning, and save")
+    d.add_argument("--dry-run", action="store_true", help="with --apply: print the diff, write nothing")
     d.set_defaults(func=cmd_diagnose)
 
     pr = sub.add_parser("profiles", help="entity profiles from chunks.json")

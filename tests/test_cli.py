@@ -136,3 +136,48 @@ def test_diagnose_json_reference_shape(capsys):
     assert {"filepath", "stats", "issues"} <= set(data)
     for issue in data["issues"]:
         assert {"category", "severity", "chunk_ids", "message"} <= set(issue)
+
+
+def _copy_samples(tmp_path: Path) -> Path:
+    import shutil
+
+    target = tmp_path / "docs"
+    shutil.copytree(SAMPLE_DOCS, target)
+    return target
+
+
+def test_entities_list_suggest_merge(tmp_path, capsys):
+    docs = _copy_samples(tmp_path)
+    assert main(["entities", "list", str(docs), "--json"]) == 0
+    ids = [e["id"] for e in json.loads(capsys.readouterr().out)["entities"]]
+    assert "entity:js" in ids and "entity:javascript" in ids
+    assert main(["entities", "suggest", str(docs), "--json"]) == 0
+    clusters = json.loads(capsys.readouterr().out)["clusters"]
+    assert {"tier": "sure", "canonical": "entity:javascript"}.items() <= clusters[0].items()
+    assert clusters[0]["members"] == ["entity:javascript", "entity:js"] or set(clusters[0]["members"]) == {"entity:javascript", "entity:js"}
+    before = (docs / "frontend-notes.ctxfst.md").read_bytes()
+    assert main(["entities", "merge", str(docs), "--into", "entity:javascript", "entity:js", "--dry-run"]) == 0
+    diff = capsys.readouterr().out
+    assert "-    entities: [entity:react, entity:js]" in diff and "+    entities: [entity:react, entity:javascript]" in diff
+    assert (docs / "frontend-notes.ctxfst.md").read_bytes() == before  # dry run wrote nothing
+    assert main(["entities", "merge", str(docs), "--into", "entity:javascript", "entity:js"]) == 0
+    text = (docs / "frontend-notes.ctxfst.md").read_text()
+    assert "entity:js\n" not in text and "aliases: [ECMAScript, JS]" in text
+    assert main(["validate", str(docs / "frontend-notes.ctxfst.md")]) == 0
+    assert main(["entities", "merge", str(docs), "--into", "entity:javascript", "entity:nope"]) == 1
+    assert "entity:nope" in capsys.readouterr().err
+
+
+def test_diagnose_apply_fixes_errors_and_warnings_only(tmp_path, capsys):
+    docs = _copy_samples(tmp_path)
+    assert main(["diagnose", str(docs), "--apply", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "applied: merge entity:js into entity:javascript" in out
+    assert "unlink entity:redis" not in out  # an info-level weak link is not fixed in bulk
+    assert (docs / "frontend-notes.ctxfst.md").read_bytes() == (SAMPLE_DOCS / "frontend-notes.ctxfst.md").read_bytes()
+    assert main(["diagnose", str(docs), "--apply"]) == 0
+    capsys.readouterr()
+    main(["diagnose", str(docs), "--json", "--level", "fix"])
+    reports = json.loads(capsys.readouterr().out)
+    rules = {i.get("rule") for r in reports for i in r["issues"]}
+    assert "entity-duplicate" not in rules and "entity-undefined" not in rules
