@@ -331,18 +331,16 @@ Edit the file.
 
 def test_plain_text_mode_numbered_headings():
     chunks = chunks_of(PLAIN, chunk_size=64, overlap=0, min_chunk_size=0)
-    assert [c.type for c in chunks] == ["text"] * 5
+    assert [c.type for c in chunks] == ["text"] * 4
     assert contents(chunks) == [
         "1 Introduction\n\nThis is the intro.",
         " It has two sentences.\n\n",
-        "2 Setup\n\n",
-        "2.1 Install\n\nRun the installer. Then reboot.\n\n",
+        "2 Setup\n\n2.1 Install\n\nRun the installer. Then reboot.\n\n",  # a heading never stands alone
         "2.2 Configure\n\nEdit the file.\n",
     ]
-    assert [c.breadcrumb for c in chunks] == [
-        "1 Introduction", "1 Introduction", "2 Setup", "2 Setup > 2.1 Install", "2 Setup > 2.2 Configure"
-    ]
-    assert [c.heading_level for c in chunks] == [1, 1, 1, 2, 2]
+    assert [c.breadcrumb for c in chunks] == ["1 Introduction", "1 Introduction", "2 Setup", "2 Setup > 2.2 Configure"]
+    assert chunks[2].sections == ["2 Setup", "2 Setup > 2.1 Install"]
+    assert [c.heading_level for c in chunks] == [1, 1, 1, 2]
     check_invariants(PLAIN, chunks, ChunkOptions(chunk_size=64, overlap=0))
 
 

@@ -119,3 +119,12 @@ def test_every_corpus_markdown_file_converts_to_a_valid_document(tmp_path):
         chunks = chunk_text(text, ChunkOptions(unit="tokens", chunk_size=512), source=str(path))
         out = convert_checked(text, chunks, tmp_path / "out.ctxfst.md", path.stem)  # raises if invalid
         assert out.count("<Chunk id=") >= 1, path
+
+
+def test_crlf_note_converts_with_crlf_and_the_same_text(tmp_path):
+    crlf = NOTE.replace("\n", "\r\n")
+    chunks = chunk_text(crlf, ChunkOptions(unit="tokens", chunk_size=32, overlap=0))
+    out = convert_checked(crlf, chunks, tmp_path / "x.ctxfst.md", "x")
+    assert "\r\n" in out and out.count("\n") == out.count("\r\n")
+    doc = Document.from_text(out)
+    assert "\n\n".join(c.content for c in doc.body_chunks) == NOTE.strip()

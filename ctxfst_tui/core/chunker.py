@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -367,12 +368,7 @@ def _fence_regions(text: str) -> list[tuple[int, int]]:
 
 def _line_starts(text: str) -> list[int]:
     """Starts of the lines of ``text`` after the first, blank lines kept with the line before."""
-    out, pos = [], 0
-    for m in _SEG.finditer(text):
-        if m.start():
-            out.append(m.start())
-        pos = m.end()
-    return out
+    return [m.start() for m in _SEG.finditer(text) if m.start()]
 
 
 _PARA_START = re.compile(r"(?<=\n)[ \t]*\n(?=[ \t]*\S)|(?<=\n)(?=[ \t]*(?:[*+-]|\d{1,9}[.)])[ \t])")
@@ -422,20 +418,23 @@ _LEVELS = {
 # -- the analysed document (independent of the budget) ---------------------------------------------
 
 _PROSE_OR_TEXT = _PROSE | {"text"}
-_PARALLEL_MIN = 4096  # chars: above this, parsing runs beside the (GIL-free) token encoding
+_PARALLEL_MIN = 1024  # chars: from this size, parsing runs beside the (GIL-free) token encoding
 _executor = None
+_executor_pid = 0
 _executor_lock = threading.Lock()
 
 
 def _parse_pool():
-    """One worker thread for parsing while the calling thread runs the tokenizer."""
-    global _executor
-    if _executor is None:
+    """One worker thread for parsing while the calling thread runs the tokenizer (one per process)."""
+    global _executor, _executor_pid
+    pid = os.getpid()
+    if _executor is None or _executor_pid != pid:  # a forked child does not inherit the thread
         with _executor_lock:
-            if _executor is None:
+            if _executor is None or _executor_pid != pid:
                 from concurrent.futures import ThreadPoolExecutor
 
                 _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxfst-chunker")
+                _executor_pid = pid
     return _executor
 
 
@@ -481,7 +480,10 @@ class _Blk:
 class _Doc:
     """A parsed, normalised, counted document; shared by every budget."""
 
-    __slots__ = ("mode", "norm", "omap", "blocks", "page_starts", "seg_starts", "seg_prefix", "tokens")
+    __slots__ = (
+        "mode", "norm", "omap", "blocks", "page_starts", "seg_starts", "seg_prefix", "tokens", "header_toks",
+        "headers_primed", "crumbs", "unit_cache", "fence_cache",
+    )
 
     def __init__(self, text: str, mode: str, opts: ChunkOptions, counter: TokenCounter | None):
         norm, nl_map = normalize_newlines(text)
@@ -492,6 +494,11 @@ class _Doc:
         self.seg_starts: list[int] | None = None
         self.seg_prefix: list[int] | None = None
         self.tokens = opts.unit == "tokens"
+        self.header_toks: dict[str, int] = {}  # header text -> tokens of header + "\n\n"
+        self.headers_primed = False
+        self.crumbs: dict[tuple[tuple[str, ...], bool], tuple[list[str], str]] = {}
+        self.unit_cache: dict[tuple, tuple] = {}  # (block, start, end, level) -> (spans, costs, tokens)
+        self.fence_cache: dict[int, list[tuple[int, int]]] = {}
         omap = nl_map
         if mode == "pdf":
             pdf = clean_pdf_text(norm)
@@ -556,7 +563,7 @@ class _Doc:
                 section += 1
             text = norm[b.start : b.end]
             bmap = None
-            if (strip_d and "data:" in text) or (markdown and "<" in text):
+            if (strip_d and "data:" in text) or (markdown and kind != "code" and "<" in text):
                 edits = _strip_block(text, kind, strip_c, strip_d, markdown)
                 if edits:
                     stripped = OffsetMap.apply(text, edits)
@@ -695,7 +702,7 @@ class _Packer:
         self.min = opts.min_size
         self.header_in_text = opts.prepend_heading and opts.embed != "content"
         self._headers: dict[tuple[str, ...], tuple[str, int, int]] = {}
-        self._fences: dict[int, list[tuple[int, int]]] = {}
+        self._budgets: dict[tuple[str, ...], int] = {}
 
     # measures
     def measure_many(self, texts: list[str]) -> tuple[list[int], list[int]]:
@@ -717,11 +724,17 @@ class _Packer:
         if path:
             candidates.append(path[-1])
         result = ("", 0, 0)
+        known = self.doc.header_toks
         for h in candidates:
             if not self.header_in_text:
                 result = (h, 0, 0)
                 break
-            (cost,), (toks,) = self.measure_many([h + "\n\n"])
+            toks = 0
+            if self.counter is not None:
+                toks = known.get(h)
+                if toks is None:
+                    toks = known[h] = self.counter.count(h + "\n\n")
+            cost = toks if self.tokens else len(h) + 2
             if cost <= self.size // 3:
                 result = (h, cost, toks)
                 break
@@ -729,7 +742,10 @@ class _Packer:
         return result
 
     def body_budget(self, path: tuple[str, ...]) -> int:
-        return max(1, self.size - self.opts.context_reserve - self.header(path)[1])
+        got = self._budgets.get(path)
+        if got is None:
+            got = self._budgets[path] = max(1, self.size - self.opts.context_reserve - self.header(path)[1])
+        return got
 
     # splitting
     def pieces(self) -> list[_Piece]:
@@ -765,23 +781,24 @@ class _Packer:
         return out
 
     def prime_headers(self, blocks: list[_Blk]) -> None:
-        """Count every header candidate of the document in one batch."""
-        if not self.header_in_text or self.counter is None:
+        """Count every header candidate of the document in one batch (once per document)."""
+        doc = self.doc
+        if not self.header_in_text or self.counter is None or doc.headers_primed:
             return
-        paths: dict[tuple[str, ...], None] = {}
+        known = doc.header_toks
+        texts: dict[str, None] = {}
         last = None
         for b in blocks:
             if b.path is not last:
                 last = b.path
-                if last and last not in self._headers:
-                    paths[last] = None
-        texts = []
-        for path in paths:
-            if self.opts.heading_path and len(path) > 1:
-                texts.append(" > ".join(path) + "\n\n")
-            texts.append(path[-1] + "\n\n")
-        if texts:
-            self.counter.count_many(texts)
+                if last:
+                    if len(last) > 1:
+                        texts[" > ".join(last)] = None
+                    texts[last[-1]] = None
+        todo = [h for h in texts if h not in known]
+        if todo:
+            known.update(zip(todo, self.counter.count_many([h + "\n\n" for h in todo])))
+        doc.headers_primed = True
 
     def piece(self, bi: int, b: _Blk, pa: int, pz: int, text: str, toks: int, cost: int, first: bool,
               synth: tuple = (), over: bool = False, midline: bool = False) -> _Piece:
@@ -812,13 +829,17 @@ class _Packer:
         if not levels:
             costs, toks = self.unit_costs(b, [(a, z)])
             return [(a, z, costs[0], toks[0], costs[0] > limit)]
-        cuts = [a + c for c in _cuts(text[a:z], levels[0])]
-        regions = self.fences(b)
-        if regions:
-            cuts = [c for c in cuts if not any(x < c < y for x, y in regions)]
-        bounds = [a] + cuts + [z]
-        spans = [(x, y) for x, y in zip(bounds, bounds[1:]) if y > x]
-        costs, toks = self.unit_costs(b, spans)
+        key = (b.bi, a, z, levels[0])
+        got = self.doc.unit_cache.get(key)  # the joints of a block do not depend on the budget
+        if got is None:
+            cuts = [a + c for c in _cuts(text[a:z], levels[0])]
+            regions = self.fences(b)
+            if regions:
+                cuts = [c for c in cuts if not any(x < c < y for x, y in regions)]
+            bounds = [a] + cuts + [z]
+            spans = [(x, y) for x, y in zip(bounds, bounds[1:]) if y > x]
+            got = self.doc.unit_cache[key] = (spans, *self.unit_costs(b, spans))
+        spans, costs, toks = got
         out = []
         for (x, y), c, t in zip(spans, costs, toks):
             if c > limit:
@@ -828,9 +849,9 @@ class _Packer:
         return out
 
     def fences(self, b: _Blk) -> list[tuple[int, int]]:
-        got = self._fences.get(b.bi)
+        got = self.doc.fence_cache.get(b.bi)
         if got is None:
-            got = self._fences[b.bi] = _fence_regions(b.text) if b.kind in ("list", "quote") else []
+            got = self.doc.fence_cache[b.bi] = _fence_regions(b.text) if b.kind in ("list", "quote") else []
         return got
 
     def split_units(self, bi: int, b: _Blk, target: int, first: int) -> list[_Piece]:
@@ -870,10 +891,13 @@ class _Packer:
             return [self.piece(bi, b, 0, b.chars, text, b.toks, b.cost, True, (), b.cost > target, b.midline)]
         # units: the lines of the body, the first one with the opening line (and any blank lines
         # after it), so that every cut is at the start of a non-blank line and counts add up exactly
-        cuts = [body_start + c for c in _line_starts(text[body_start:close_start])]
-        bounds = [0] + [c for c in cuts if c > body_start or text[body_start:c].strip()] + [close_start]
-        spans = [(x, y) for x, y in zip(bounds, bounds[1:]) if y > x]
-        costs, toks = self.unit_costs(b, spans)
+        got = self.doc.unit_cache.get((bi, "fenced"))
+        if got is None:
+            cuts = [body_start + c for c in _line_starts(text[body_start:close_start])]
+            bounds = [0] + [c for c in cuts if c > body_start or text[body_start:c].strip()] + [close_start]
+            spans = [(x, y) for x, y in zip(bounds, bounds[1:]) if y > x]
+            got = self.doc.unit_cache[(bi, "fenced")] = (spans, *self.unit_costs(b, spans))
+        spans, costs, toks = got
         (oc, cc, rc), (ot, ct, rt) = self.measure_many([open_line, close_line, text[close_start:]])
         limit = max(1, target - oc - max(cc, rc))
         groups = _group(costs, limit, max(1, first - max(cc, rc)), oc - (target - first))
@@ -903,9 +927,14 @@ class _Packer:
         if len(starts) < 2:
             return self.split_units(bi, b, target, first)
         head_end = starts[1]
-        bounds = starts[1:] + [len(text)]
-        spans = [(x, y) for x, y in zip(bounds, bounds[1:]) if y > x]
-        costs, toks = self.unit_costs(b, spans)
+        got = self.doc.unit_cache.get((bi, "table"))
+        if got is None:
+            bounds = starts[1:] + [len(text)]
+            spans = [(x, y) for x, y in zip(bounds, bounds[1:]) if y > x]
+            got = self.doc.unit_cache[(bi, "table")] = (spans, *self.unit_costs(b, spans))
+        spans, costs, toks = got
+        if not spans:
+            return self.split_units(bi, b, target, first)
         (hc,), (ht,) = self.unit_costs(b, [(0, head_end)])
         prefix_text = text[:head_end]
         limit = max(1, target - hc)
@@ -933,32 +962,38 @@ class _Packer:
         return _Run([p], budget, reserved, header)
 
     def pack(self, pieces: list[_Piece]) -> list[_Run]:
+        """Greedy packing: a piece joins the current chunk if it fits, unless it starts a section
+        (a heading, once the chunk is big enough) or must start a chunk (after a <Chunk> tag)."""
         runs: list[_Run] = []
-        cur: _Run | None = None
         split = self.opts.split_on_headings
         min_body = self.min
-        i = 0
+        if not pieces:
+            return runs
+        cur = self.run_for(pieces[0], None)
+        cost, cap, hcost, add = cur.cost, cur.budget - cur.reserved, cur.header[1], cur.pieces.append
+        body = not cur.pieces[0].heading  # the chunk holds more than headings
+        i = 1
         while i < len(pieces):
             p = pieces[i]
             i += 1
-            if cur is None:
-                cur = self.run_for(p, None)
-                continue
             hard = p.hard
-            if not (hard or (split and p.sstart and cur.cost + cur.header[1] >= min_body)):
-                room = cur.budget - cur.reserved - cur.cost
-                if p.cost <= room:
-                    cur.pieces.append(p)
-                    cur.cost += p.cost
+            # a new section starts a new chunk, unless this one is still small or only headings
+            if not (hard or (split and p.sstart and body and cost + hcost >= min_body)):
+                if not p.heading:
+                    body = True
+                if p.cost <= cap - cost:  # the common case: it fits
+                    add(p)
+                    cost += p.cost
                     continue
                 if p.first and all(q.heading for q in cur.pieces):
                     # only headings so far: split the block so that its first part follows them
-                    parts = self.split_to_fit(p, room)
+                    parts = self.split_to_fit(p, cap - cost)
                     if parts:
-                        cur.pieces.append(parts[0])
-                        cur.cost += parts[0].cost
+                        add(parts[0])
+                        cost += parts[0].cost
                         pieces[i:i] = parts[1:]
                         continue
+            cur.cost = cost
             carry: list[_Piece] = []
             if not hard:  # a chunk does not end on a heading: the heading moves to the next chunk
                 pcs = cur.pieces
@@ -968,19 +1003,18 @@ class _Packer:
                     del pcs[-len(carry):]
                     cur.cost -= sum(q.cost for q in carry)
             runs.append(cur)
-            cur = None
-            for q in carry:
-                if cur is None:
-                    cur = self.run_for(q, runs[-1])
-                else:
+            if carry:
+                cur = self.run_for(carry[0], cur)
+                for q in carry[1:]:
                     cur.pieces.append(q)
                     cur.cost += q.cost
-            if carry:
                 i -= 1  # p again, now after the carried headings
-                continue
-            cur = self.run_for(p, runs[-1])
-        if cur is not None:
-            runs.append(cur)
+            else:
+                cur = self.run_for(p, cur)
+            cost, cap, hcost, add = cur.cost, cur.budget - cur.reserved, cur.header[1], cur.pieces.append
+            body = not all(q.heading for q in cur.pieces)
+        cur.cost = cost
+        runs.append(cur)
         return runs
 
     def split_to_fit(self, p: _Piece, room: int) -> list[_Piece]:
@@ -990,8 +1024,6 @@ class _Packer:
             return []
         full = self.body_budget(b.path)
         target = max(full - self.ov, full // 2) if b.kind in _PROSE_OR_TEXT else full
-        if room < target // 4:
-            return []  # too little room for a useful part
         if b.kind == "code" and b.fence:
             parts = self.split_fenced(p.bi, b, target, room)
         elif b.kind == "table":
@@ -1034,11 +1066,14 @@ class _Packer:
                 if r.cost + r.header[1] >= minimum:
                     i += 1
                     continue
+            only_headings = all(q.heading for q in r.pieces)
+            # (a heading belongs with what follows it, but a micro-chunk of headings alone is worse
+            # than a chunk that ends on them: its text comes back in the next chunk's breadcrumb)
             can_prev = prev is not None and not first.hard and prev.cost + r.cost <= prev.budget - prev.reserved
             nfirst = nxt.pieces[0] if nxt is not None else None
             can_next = nfirst is not None and not nfirst.hard and r.cost + nxt.cost <= r.budget - r.reserved
             prefer_next = can_next and (
-                all(q.heading for q in r.pieces)
+                only_headings
                 or (len(nfirst.path) > len(first.path) and nfirst.path[: len(first.path)] == first.path)
                 or (prev is None and not r.cost)
             )
@@ -1241,14 +1276,16 @@ class Chunker:
         blocks = doc.blocks
         counter = packer.counter
         embed = opts.embed
-        prepend = opts.prepend_heading
         metadata = dict(opts.metadata)
         heading_path = opts.heading_path
         size = opts.size
         tokens_unit = packer.tokens
+        header_in_text = packer.header_in_text
+        omap = doc.omap
         to_source = doc.to_source
         page_starts = doc.page_starts
-        crumbs: dict[tuple[str, ...], str] = {}
+        mode = doc.mode
+        crumbs = doc.crumbs  # (path, heading_path) -> (path list, breadcrumb)
         chunks: list[Chunk] = []
         recount: list[int] = []
         sha = hashlib.sha256
@@ -1264,47 +1301,58 @@ class Chunker:
                 kinds = [p0.kind]
                 paths = [p0.path]
             else:
-                parts = [ov] if ov else []
-                synth = []
-                pos = len(ov)
+                texts = [p.text for p in pieces]
+                content = ov + "".join(texts) if ov else "".join(texts)
                 toks = overlap_toks[ri]
                 inexact = False
-                kinds_d: dict[str, None] = {}
-                paths_d: dict[tuple[str, ...], None] = {}
+                kinds = []
+                paths = []
+                synth = []
+                pos = len(ov)
                 for p in pieces:
-                    parts.append(p.text)
-                    if p.synth:
-                        synth.extend((pos + a, pos + z) for a, z in p.synth)
-                    pos += p.chars
                     toks += p.toks
                     if p.midline:
                         inexact = True
-                    kinds_d[p.kind] = None
-                    paths_d[p.path] = None
-                content = "".join(parts)
-                kinds = list(kinds_d)
-                paths = list(paths_d)
-            if not content.strip():
+                    if p.kind not in kinds:
+                        kinds.append(p.kind)
+                    if p.path not in paths:
+                        paths.append(p.path)
+                    if p.synth:
+                        synth.extend((pos + a, pos + z) for a, z in p.synth)
+                    pos += p.chars
+            if not content or content.isspace():
                 continue
             sections = []
             for pth in paths:
                 if pth:
-                    crumb = crumbs.get(pth)
-                    if crumb is None:
-                        crumb = crumbs[pth] = " > ".join(pth) if heading_path else pth[-1]
-                    sections.append(crumb)
+                    got = crumbs.get((pth, heading_path))
+                    if got is None:
+                        plist = list(pth) if heading_path else list(pth[-1:])
+                        got = crumbs[(pth, heading_path)] = (plist, " > ".join(plist))
+                    sections.append(got[1])
             fp, lp = pieces[0], pieces[-1]
             fb = blocks[fp.bi]
-            path = list(fp.path) if heading_path else list(fp.path[-1:])
+            got = crumbs.get((fp.path, heading_path))
+            if got is None:
+                plist = list(fp.path) if heading_path else list(fp.path[-1:])
+                got = crumbs[(fp.path, heading_path)] = (plist, " > ".join(plist))
+            path, breadcrumb = list(got[0]), got[1]
             level, title = fb.titles[-1] if fb.titles else (0, "")
             header, _, htoks = r.header
-            text = compose_text(header, "", content, embed, prepend)
-            if header and text is not content:
+            if embed == "content" or not header or not header_in_text:
+                text = content
+            else:  # compose_text(header, "", content, embed): no context yet
+                text = header + "\n\n" + content
                 toks += htoks
                 if content.lstrip(" \t")[:1] == "\n":  # blank lines right after the header's "\n\n"
                     inexact = True
-            start = to_source(fb.norm_at(fp.pa))
-            end = to_source(blocks[lp.bi].norm_at(lp.pz, True), True)
+            lb = blocks[lp.bi]
+            if omap is None and fb.bmap is None and lb.bmap is None:
+                start = fb.start + fp.pa
+                end = lb.start + lp.pz
+            else:
+                start = to_source(fb.norm_at(fp.pa))
+                end = to_source(lb.norm_at(lp.pz, True), True)
             ov_start = None
             if ov:
                 pp = runs[ri - 1].pieces[-1]
@@ -1312,15 +1360,17 @@ class Chunker:
             page, pages = None, []
             if page_starts:
                 page = bisect.bisect_right(page_starts, start)
-                last_norm = blocks[lp.bi].norm_at(max(lp.pa, lp.pz - 1))  # the last real char, not dropped lines
+                last_norm = lb.norm_at(max(lp.pa, lp.pz - 1))  # the last real char, not dropped lines
                 pages = list(range(page, bisect.bisect_right(page_starts, max(start, to_source(last_norm))) + 1))
+            index = len(chunks)
             if inexact and counter is not None:
-                recount.append(len(chunks))
+                recount.append(index)
+            digest = sha(content.encode("utf-8")).hexdigest()
             chunks.append(
                 Chunk(
-                    "", sha(content.encode("utf-8")).hexdigest(), 0, 0, start, end, len(text),
-                    toks if counter is not None else 0, title, level, path, " > ".join(path), sections,
-                    header, content, "", text, embed, doc.mode, kinds, len(ov), page, pages, dict(metadata),
+                    f"{src}#{index}-{digest[:8]}", digest, index, 0, start, end, len(text),
+                    toks if counter is not None else 0, title, level, path, breadcrumb, sections,
+                    header, content, "", text, embed, mode, kinds, len(ov), page, pages, dict(metadata),
                     bool(synth), synth, (toks if tokens_unit else len(text)) > size, ov_start, src,
                 )
             )
@@ -1331,10 +1381,8 @@ class Chunker:
                 if tokens_unit:
                     c.over_budget = t > size
         total = len(chunks)
-        for i, c in enumerate(chunks):
-            c.index = i
+        for c in chunks:
             c.total = total
-            c.id = f"{src}#{i}-{c.hash[:8]}"
             if c.over_budget:
                 c.metadata["oversize"] = True
         return chunks

@@ -90,9 +90,10 @@ def convert_text(text: str, chunks: Iterable[Any], title_hint: str = "") -> str:
     """The CtxFST document for ``text`` cut at ``chunks`` (objects with start, heading, path)."""
     if re.search(r"<\s*Chunk\s+id\s*=", text, re.IGNORECASE):
         raise ConvertError("already a CtxFST document (it has <Chunk> tags); re-chunk it in the workbench instead")
+    # Chunk offsets index ``text`` as given (CRLF included): slice the original, normalise
+    # each piece to LF for assembly, and restore the file's line ending at the end.
     newline = "\r\n" if "\r\n" in text else "\n"
-    norm = text.replace("\r\n", "\n")
-    lines = norm.splitlines(keepends=True)
+    lines = text.splitlines(keepends=True)
     existing: dict = {}
     body_start = 0
     block = None
@@ -105,16 +106,16 @@ def convert_text(text: str, chunks: Iterable[Any], title_hint: str = "") -> str:
 
         body_start = sum(len(l) for l in lines[: block[1] + 1])
         try:
-            loaded = yaml.safe_load("".join(lines[1 : block[1]]))
+            loaded = yaml.safe_load("".join(lines[1 : block[1]]).replace("\r\n", "\n"))
             existing = loaded if isinstance(loaded, dict) else {}
         except yaml.YAMLError:
             existing = {}
-    parts = boundaries(chunks, len(norm), body_start)
-    title = existing.get("title") or _first_h1(norm[body_start:]) or title_hint or "Untitled"
+    parts = boundaries(chunks, len(text), body_start)
+    title = existing.get("title") or _first_h1(text[body_start:].replace("\r\n", "\n")) or title_hint or "Untitled"
     taken: set[str] = set()
     entries, body = [], []
     for i, (s, e, c) in enumerate(parts):
-        segment = norm[s:e].strip("\n")
+        segment = text[s:e].replace("\r\n", "\n").strip("\n")
         if not segment.strip():
             continue
         headings = _heading_texts(getattr(c, "path", None) or getattr(c, "breadcrumb", None))

@@ -22,6 +22,15 @@ from dataclasses import dataclass
 from mistune.block_parser import BlockParser
 from mistune.core import BlockState
 
+try:  # mistune's list helpers, to run its list rule without rebuilding item contents
+    from mistune import list_parser as _lp
+
+    for _name in ("_create_list_marker", "_get_list_bullet", "_compile_continue_width",
+                  "_compile_list_item_pattern", "_compile_list_break_sc", "_collect_list_item_lines"):
+        getattr(_lp, _name)
+except (ImportError, AttributeError):  # pragma: no cover - another mistune: use its rule as it is
+    _lp = None
+
 __all__ = ["Block", "OffsetMap", "parse_blocks", "parse_normalized", "heading_marker", "FENCE_OPEN"]
 
 
@@ -155,6 +164,8 @@ class _Parser(BlockParser):
 
     def __init__(self) -> None:
         super().__init__()
+        self._list_patterns: dict = {}
+        self._methods["list"] = self.parse_list
         for rule, token_type in _LATE_RULES.items():
             self._methods[rule] = self._starting_at_entry(self._methods[rule], token_type)
 
@@ -177,6 +188,49 @@ class _Parser(BlockParser):
         if state.parent is not None:  # container content: its extent is already known
             return
         super().parse(state, rules)
+
+    def parse_list(self, m, state):  # type: ignore[override]
+        """mistune's list rule, top level only: the item patterns are compiled once, and the items'
+        contents are not rebuilt (they are never parsed here). Same extents as mistune's own."""
+        if _lp is None:  # pragma: no cover - mistune changed its private helpers
+            return super().parse_list(m, state)
+        item = _lp._create_list_marker(m, "list")
+        if not item.text.strip():
+            end_pos = state.append_paragraph()  # an empty item cannot interrupt a paragraph
+            if end_pos:
+                return end_pos
+        token = {"type": "list", "children": [], "tight": True, "bullet": item.bullet,
+                 "attrs": {"depth": state.depth(), "ordered": item.ordered}}
+        if item.ordered:
+            start = int(item.marker[:-1])
+            if start != 1:  # only lists starting with 1 interrupt paragraphs
+                end_pos = state.append_paragraph()
+                if end_pos:
+                    return end_pos
+                token["attrs"]["start"] = start
+        state.cursor = m.end() + 1
+        bullet = _lp._get_list_bullet(item.bullet)
+        cache = self._list_patterns
+        while item:
+            width = item.leading_width
+            text, continue_width = _lp._compile_continue_width(item.text, width)
+            pats = cache.get((bullet, width))
+            if pats is None:
+                pats = cache[(bullet, width)] = (
+                    re.compile(_lp._compile_list_item_pattern(bullet, width)),
+                    _lp._compile_list_break_sc(self, width),
+                )
+            lines = _lp._collect_list_item_lines(self, pats[0], pats[1], state, text, continue_width)
+            if lines.end_pos is not None:
+                token["_tok_index"] = lines.token_index
+                token["_end_pos"] = lines.end_pos
+            item = lines.next_item
+        end_pos = token.pop("_end_pos", None)
+        if end_pos:
+            state.tokens.insert(token.pop("_tok_index"), token)
+            return end_pos
+        state.append_token(token)
+        return state.cursor
 
     def _parse_indent_code_fast(self, state):  # type: ignore[override]
         c = state.src[state.cursor : state.cursor + 1]
@@ -257,52 +311,62 @@ def _parse_markdown(src: str, base: int, out: list[Block]) -> None:
     state.process(src)
     _parser.parse(state)
     n = len(src)
-    toks = []
-    last_start = -1
-    for tok in state.tokens:
-        s = tok.get("_start")
-        if s is None or s <= last_start or s >= n:
-            continue  # defensive: the text is left to the previous block
-        toks.append((s, tok))
-        last_start = s
     local: list[Block] = []
-    pending: int | None = 0 if (not toks or toks[0][0] != 0) else None  # text no block claimed yet
-    for i, (s, tok) in enumerate(toks):
-        e = toks[i + 1][0] if i + 1 < len(toks) else n
-        kind = _KINDS.get(tok["type"], "paragraph")
-        if kind == "paragraph" and not src[s:e].strip():
-            kind = "blank"  # whitespace with no newline at the very end
-        if kind == "blank":
-            if local and local[-1].end == s:
-                local[-1].end = e
-            elif pending is None:
-                pending = s
-            continue
-        start = s if pending is None else pending
-        pending = None
-        block = Block(kind, start, e)
-        if kind == "heading":
-            block.level = tok["attrs"]["level"]
-            title = tok.get("text", "")
-            if tok.get("style") == "setext":
-                title = " ".join(title.split())
-            block.title = title.strip()
-            block.marker = heading_marker(block.level, block.title)
-        elif kind == "code":
-            if tok.get("style") == "fenced":
-                m = FENCE_OPEN.match(src, s)
-                if m:
-                    block.fence = m.group(2)
-                    block.info = m.group(3).strip()
-                else:  # pragma: no cover - mistune said fenced
-                    block.fence = tok.get("marker", "```")
-        elif kind == "paragraph" and "|" in src[s:e] and "-" in src[s:e]:
-            local.extend(_split_table(block, src))
-            continue
-        local.append(block)
+    kinds = _KINDS
+    pending: int | None = None  # start of text no block has claimed yet
+    block: Block | None = None  # the block being extended
+    prev_tok = None
+    prev_start = -1
+    toks = state.tokens
+    # one pass: a token ends where the next one starts
+    for tok in toks + [None]:
+        if tok is not None:
+            s = tok.get("_start")
+            if s is None or s <= prev_start or s >= n:
+                continue  # defensive: its text stays with the token before
+        else:
+            s = n
+        if prev_tok is None:
+            if s > 0:
+                pending = 0  # text before the first token (e.g. a link reference definition)
+        else:
+            e = s
+            ps = prev_start
+            kind = kinds.get(prev_tok["type"], "paragraph")
+            if kind == "paragraph" and e == n and not src[ps:e].strip():
+                kind = "blank"  # whitespace with no newline at the very end
+            if kind == "blank":
+                if block is not None and block.end == ps:
+                    block.end = e
+                elif pending is None:
+                    pending = ps
+            else:
+                start = ps if pending is None else pending
+                pending = None
+                block = Block(kind, start, e)
+                if kind == "heading":
+                    block.level = level = prev_tok["attrs"]["level"]
+                    title = prev_tok.get("text", "")
+                    if prev_tok.get("style") == "setext":
+                        title = " ".join(title.split())
+                    block.title = title = title.strip()
+                    block.marker = heading_marker(level, title)
+                elif kind == "code":
+                    if prev_tok.get("style") == "fenced":
+                        m = FENCE_OPEN.match(src, ps)
+                        block.fence = m.group(2) if m else prev_tok.get("marker", "```")
+                        block.info = m.group(3).strip() if m else ""
+                elif kind == "paragraph" and src.find("|", ps, e) != -1 and src.find("-", ps, e) != -1:
+                    parts = _split_table(block, src)
+                    local.extend(parts)
+                    block = parts[-1]
+                    prev_tok, prev_start = tok, s
+                    continue
+                local.append(block)
+        prev_tok, prev_start = tok, s
     if pending is not None:  # text (blank lines, a link definition) that no block took
-        if local and local[-1].end == pending:
-            local[-1].end = n
+        if block is not None and block.end == pending:
+            block.end = n
         else:
             local.append(Block("paragraph" if src[pending:].strip() else "blank", pending, n))
     if base:

@@ -237,12 +237,12 @@ class TokenCounter:
         self.encoded_chars += len(text)
         arr = _np.frombuffer(self.encoding._core_bpe.encode_to_tiktoken_buffer(text, set()), dtype=_np.uint32)
         ends = _np.cumsum(lens[arr])
-        if text.isascii():
-            seg_ends = _np.cumsum(_np.fromiter(map(len, segments), dtype=_np.int64, count=len(segments)))
-        else:
-            seg_ends = _np.cumsum(
-                _np.fromiter((len(x.encode("utf-8")) for x in segments), dtype=_np.int64, count=len(segments))
-            )
+        seg_ends = _np.cumsum(_np.fromiter(map(len, segments), dtype=_np.int64, count=len(segments)))
+        if not text.isascii():  # char offsets -> UTF-8 byte offsets
+            cps = _np.frombuffer(text.encode("utf-32-le"), dtype=_np.uint32)
+            width = 1 + (cps >= 0x80).astype(_np.int64) + (cps >= 0x800) + (cps >= 0x10000)
+            byte_at = _np.concatenate(([0], _np.cumsum(width)))
+            seg_ends = byte_at[seg_ends]
         idx = _np.searchsorted(ends, seg_ends, side="right")
         return _np.diff(idx, prepend=0).tolist()
 
