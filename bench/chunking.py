@@ -36,10 +36,17 @@ def unbalanced_fence(text: str) -> bool:
 
 
 def headerless_table(text: str) -> bool:
-    """A chunk holding table rows whose first table row is not followed by a delimiter row."""
+    """A chunk holding table rows whose first table row is not followed by a delimiter row.
+
+    Lines inside fenced code are not table rows (compiler output often has ``|`` columns).
+    """
     lines = text.splitlines()
+    in_fence = False
     for i, line in enumerate(lines):
-        if TABLE_ROW.match(line):
+        if FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if not in_fence and TABLE_ROW.match(line):
             return not (i + 1 < len(lines) and DELIM_ROW.match(lines[i + 1]))
     return False
 
