@@ -28,6 +28,7 @@ class ChunkPreview(Vertical):
     BINDINGS = [
         Binding("c", "convert", "Convert to CtxFST", id="preview.convert"),
         Binding("s", "edit_size", "Edit size", id="preview.edit-size"),
+        Binding("escape", "focus_map", "Back to chunks", show=False, id="preview.focus-map"),
         Binding("plus,equals_sign", "change_size(1)", "Size +", id="preview.size-up"),
         Binding("minus", "change_size(-1)", "Size −", id="preview.size-down"),
     ]
@@ -66,8 +67,10 @@ class ChunkPreview(Vertical):
         """(unit, size, overlap) as entered; empty fields fall back to the unit's defaults."""
         unit = str(self.query_one("#preview-unit", Select).value)
         d_size, d_overlap = DEFAULTS.get(unit, DEFAULTS["tokens"])
-        size = _int(self.query_one("#preview-size", Input).value, d_size)
-        overlap = _int(self.query_one("#preview-overlap", Input).value, d_overlap)
+        size_input = self.query_one("#preview-size", Input)
+        overlap_input = self.query_one("#preview-overlap", Input)
+        size = _int(size_input.value or size_input.placeholder, d_size)
+        overlap = _int(overlap_input.value or overlap_input.placeholder, d_overlap)
         return unit, size, overlap
 
     def show_spans(self, text: str, spans: list[ChunkSpan], what: str, keep_selection: bool = False) -> None:
@@ -122,8 +125,16 @@ class ChunkPreview(Vertical):
 
     def action_edit_size(self) -> None:
         size = self.query_one("#preview-size", Input)
+        if size.value:  # start empty so typing replaces the number; the old one stays as placeholder
+            self._quiet = True
+            size.placeholder, size.value = size.value, ""
+            self._quiet = False
         size.focus()
-        self.call_after_refresh(size.select_all)
+
+    @on(Input.Submitted)
+    def action_focus_map(self) -> None:
+        """Enter or Escape in a budget field hands the keys back to the chunk map (n / p)."""
+        self.query_one(ChunkMap).focus()
 
     def action_convert(self) -> None:
         self.post_message(self.ConvertRequested())
