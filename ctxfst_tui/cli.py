@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from . import __version__
 
-SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph", "chunk", "convert", "entities")
+SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph", "chunk", "convert", "entities", "contextualize")
 
 
 class CliError(Exception):
@@ -353,6 +353,105 @@ def cmd_entities_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _editable_document(path: str):
+    """A CtxFST document to edit, or a one-line error when it cannot be edited safely."""
+    from .core.document import Document
+
+    if not Path(path).is_file():
+        raise CliError(f"{path}: no such file")
+    doc = Document.load(path)
+    if doc.load_findings:
+        raise CliError(doc.load_findings[0].one_line(), 1)
+    if doc.data is None:
+        raise CliError(f"{path}: no CtxFST frontmatter (run 'ctxfst-tui convert' first)", 1)
+    return doc
+
+
+def _backend(args: argparse.Namespace):
+    from .core.llm import make_backend
+
+    return make_backend(
+        model_path=args.model if args.model and args.model.endswith(".gguf") else None,
+        endpoint=args.endpoint,
+        model=args.model,
+        api=args.api,
+        n_ctx=args.n_ctx,
+        n_threads=args.threads,
+        concurrency=args.concurrency,
+        cache=not args.no_cache,
+    )
+
+
+def cmd_contextualize(args: argparse.Namespace) -> int:
+    from .core.contextualize import ContextualizeError, ContextualizeOptions, contextualize, format_report
+    from .core.llm import ModelError
+
+    doc = _editable_document(args.path)
+    options = ContextualizeOptions(
+        skip_present=args.skip_present,
+        fail_fast=args.fail_fast,
+        document_max_chars=args.document_max_chars,
+        template=args.template,
+        dry_run=args.dry_run,
+    )
+
+    def progress(p) -> None:
+        if not args.json and p.status in ("ok", "failed", "skipped"):
+            print(f"[{p.index}/{p.total}] {p.chunk_id}: {p.status}", file=sys.stderr)
+
+    try:
+        report = contextualize(doc, _backend(args), options, progress=progress)
+    except (ContextualizeError, ModelError) as exc:
+        raise CliError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 1) from None
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+    else:
+        print(format_report(report))
+    if args.dry_run:
+        if not args.json and report.diff:
+            print(report.diff)
+    elif doc.dirty:
+        try:
+            doc.save()
+        except OSError as exc:
+            raise CliError(f"{args.path}: cannot save: {exc.strerror or exc}") from None
+    return 1 if report.failed else 0
+
+
+def cmd_entities_extract(args: argparse.Namespace) -> int:
+    from .core.extract import apply_proposals, extract_entities, format_proposals
+    from .core.llm import ModelError
+
+    doc = _editable_document(args.path)
+    try:
+        backend = None if args.no_model else _backend(args)
+        props = extract_entities(doc, backend)
+    except ModelError as exc:
+        raise CliError(str(exc), 1) from None
+    if args.json:
+        print(json.dumps(props.to_json(), ensure_ascii=False, indent=2))
+    else:
+        print(format_proposals(props))
+    if args.write:
+        apply_proposals(doc, props)
+        if doc.dirty:
+            doc.save()
+            print(f"wrote {args.path}", file=sys.stderr)
+    elif not args.json:
+        print("nothing written (add --write to apply these proposals)", file=sys.stderr)
+    return 0
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help="a GGUF file (default: the bundled Gemma 3 270M), or the served model name with --endpoint")
+    p.add_argument("--endpoint", default=None, help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument("--api", choices=("chat", "completions"), default=None, help="endpoint API (default: chat)")
+    p.add_argument("--n-ctx", type=int, default=None, help="context size of the in-process model")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads of the in-process model")
+    p.add_argument("--concurrency", type=int, default=None, help="requests in flight to an endpoint")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the completion cache")
+
+
 def _add_chunk_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unit", choices=("tokens", "chars"), default=None, help="budget unit (default chars)")
     p.add_argument("--size", type=int, default=None, help="chunk budget (default 256 tokens / 1024 chars)")
@@ -437,6 +536,24 @@ def build_parser() -> argparse.ArgumentParser:
     em.add_argument("merged", nargs="+", help="entity ids merged into it")
     em.add_argument("--dry-run", action="store_true", help="print the unified diff, write nothing")
     em.set_defaults(func=cmd_entities_merge)
+    ex = en_sub.add_parser("extract", help="propose entities and chunk links for a document")
+    ex.add_argument("path")
+    ex.add_argument("--write", action="store_true", help="append the proposals to the document")
+    ex.add_argument("--no-model", action="store_true", help="the deterministic pass only")
+    ex.add_argument("--json", action="store_true")
+    _add_model_options(ex)
+    ex.set_defaults(func=cmd_entities_extract)
+
+    cx = sub.add_parser("contextualize", help="write a retrieval note into each chunk's context with a local model")
+    cx.add_argument("path")
+    _add_model_options(cx)
+    cx.add_argument("--skip-present", action="store_true", help="keep chunks that already have a context")
+    cx.add_argument("--fail-fast", action="store_true", help="stop at the first chunk that fails")
+    cx.add_argument("--document-max-chars", type=int, default=6000, help="document text given around each chunk")
+    cx.add_argument("--template", default=None, help="a prompt template file")
+    cx.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    cx.add_argument("--json", action="store_true")
+    cx.set_defaults(func=cmd_contextualize)
     return p
 
 

@@ -181,3 +181,39 @@ def test_diagnose_apply_fixes_errors_and_warnings_only(tmp_path, capsys):
     reports = json.loads(capsys.readouterr().out)
     rules = {i.get("rule") for r in reports for i in r["issues"]}
     assert "entity-duplicate" not in rules and "entity-undefined" not in rules
+
+
+def test_entities_extract_proposes_and_writes_only_with_write(tmp_path, capsys):
+    doc = tmp_path / "runbook.md"
+    doc.write_bytes((SAMPLE_DOCS / "platform-runbook.ctxfst.md").read_bytes())
+    before = doc.read_bytes()
+    assert main(["entities", "extract", str(doc), "--no-model", "--json"]) == 0
+    props = json.loads(capsys.readouterr().out)
+    new_ids = [e["id"] for e in props["entities"]]
+    assert new_ids and all(i.startswith("entity:") for i in new_ids)
+    assert "entity:postgresql" not in new_ids  # existing entities are matched, not duplicated
+    assert doc.read_bytes() == before
+    assert main(["entities", "extract", str(doc), "--no-model", "--write"]) == 0
+    assert doc.read_bytes() != before
+    assert main(["validate", str(doc)]) == 0
+
+
+def test_contextualize_endpoint_down_is_one_line(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    doc = tmp_path / "notes.md"
+    doc.write_bytes((SAMPLE_DOCS / "frontend-notes.ctxfst.md").read_bytes())
+    before = doc.read_bytes()
+    status = main(["contextualize", str(doc), "--endpoint", f"http://127.0.0.1:{port}/v1", "--model", "x", "--no-cache", "--fail-fast"])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "Traceback" not in captured.err
+    assert doc.read_bytes() == before
+
+
+def test_contextualize_refuses_a_plain_note(capsys):
+    assert main(["contextualize", str(SAMPLE_DOCS / "plain-note.md")]) == 1
+    assert "no CtxFST frontmatter" in capsys.readouterr().err
