@@ -4,17 +4,24 @@ The App holds the editing session (the in-memory workspace and its undo stack). 
 work (walking the folder, reading, validating and diagnosing, saving) runs in thread
 workers owned by the App, grouped by name; results go back to the asking screen as
 Messages. Workers see the workspace only as snapshots (bytes), never the live documents.
+
+Model jobs (contextualize, extract entities) share one resource, the model: they run one at a
+time in the ``model`` worker group, on a backend the ModelService creates (and loads) in the
+worker on first use and then reuses; ``escape`` sets the job's cancel ``threading.Event``.
 """
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
+from typing import Any, Callable
 
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.message_pump import MessagePump
 from textual.screen import Screen
+from textual.widgets import Input
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from ..core.convert import ConvertError
@@ -23,11 +30,14 @@ from ..core.entities import Workspace
 from ..core.preview import Budget, Previewer
 from ..core.workspace import iter_documents
 from .analysis import Analyser
+from .commands import WorkbenchCommands
+from .jobs import BackendFactory, Job, ModelService, ModelSettings
 from .messages import (
     ChunksComputed,
     DocumentConverted,
     DocumentLoaded,
     DocumentsListed,
+    JobFinished,
     StatusesValidated,
     WorkspaceAnalysed,
     WorkspaceLoaded,
@@ -35,6 +45,7 @@ from .messages import (
 )
 from .report import DocumentStatus, build_report, status_for
 from .screens.confirm import ConfirmScreen
+from .screens.model_settings import ModelSettingsScreen
 from .screens.workbench import WorkbenchScreen
 from .session import Session
 from .themes import DEFAULT_THEME, load_themes
@@ -61,18 +72,36 @@ class WorkbenchApp(App[None]):
         STYLES / "chunk_preview.tcss",
         STYLES / "entity_panel.tcss",
         STYLES / "diagnosis_pane.tcss",
+        STYLES / "job_status.tcss",
     ]
+    COMMANDS = App.COMMANDS | {WorkbenchCommands}
     UNDO = Binding.Group("Undo/redo")
+    MODEL = Binding.Group("Model")
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
         Binding("u,ctrl+z", "undo", "Undo", id="undo", tooltip="Undo the last edit of the session", group=UNDO),
         Binding("U,ctrl+y", "redo", "Redo", id="redo", tooltip="Redo the last undone edit", group=UNDO),
         Binding("ctrl+s", "save", "Save", id="save", tooltip="Save every document with unsaved changes"),
+        # The model keys are priority bindings (the source view and inputs would take ctrl+k / ctrl+e),
+        # offered on the workbench only: in a modal the key is the focused widget's again.
+        Binding("ctrl+k", "contextualize", "Contextualize", id="contextualize", group=MODEL, priority=True,
+                tooltip="Write a retrieval note into each chunk's context with the model"),
+        Binding("ctrl+e", "extract_entities", "Extract entities", id="extract-entities", group=MODEL, priority=True,
+                tooltip="Propose entities and chunk links for the open document, then review them"),
+        Binding("ctrl+o", "model_settings", "Model", id="model-settings", show=False, priority=True,
+                tooltip="Backend, model, context size, threads; which model the next job uses"),
+        # Escape cancels only while a job runs (otherwise it is the focused widget's or the modal's).
+        Binding("escape", "cancel_job", "Cancel job", id="cancel-job", priority=True, tooltip="Stop the running model job"),
     ]
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, backend_factory: BackendFactory | None = None,
+                 model_settings: ModelSettings | None = None) -> None:
+        """``backend_factory(settings)`` makes the model backend (default: ``make_backend``)."""
         super().__init__()
         self.folder = Path(folder)
+        self.models = ModelService(backend_factory, model_settings)  # the one model, created on first use
+        self.job: Job | None = None  # the model job running, if any
+        self._job_worker: Worker | None = None
         self.sub_title = str(self.folder.resolve())
         self.previewer = Previewer()  # lives as long as the app: warm token caches
         self.session = Session(self.folder)  # the in-memory workspace and its undo stack
@@ -105,6 +134,53 @@ class WorkbenchApp(App[None]):
     def action_save(self) -> None:
         if (screen := self._workbench()) is not None:
             screen.save()
+
+    def action_convert(self) -> None:
+        if (screen := self._workbench()) is not None:
+            screen.convert()
+
+    def action_contextualize(self) -> None:
+        if (screen := self._workbench()) is not None:
+            screen.contextualize()
+
+    def action_extract_entities(self) -> None:
+        if (screen := self._workbench()) is not None:
+            screen.extract_entities()
+
+    def action_cancel_job(self) -> None:
+        job = self.job
+        if job is None:
+            self.notify("No model job is running.", timeout=2)
+            return
+        if job.cancel.is_set():
+            return
+        job.cancel.set()
+        if (screen := self._workbench()) is not None:
+            screen.job_cancelling(job)
+
+    def action_model_settings(self) -> None:
+        def chosen(settings: ModelSettings | None) -> None:
+            if settings is not None and self.models.configure(settings):
+                when = "after the running job" if self.job is not None else "from the next job"
+                self.notify(f"Model: {settings.describe()} ({when} on).", title="Model settings", timeout=4)
+
+        self.push_screen(ModelSettingsScreen(self.models.settings, self.models.info(), running=self.job is not None), chosen)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_job":  # escape belongs to the focused widget or modal unless a job runs
+            return self.job is not None and self._workbench() is not None
+        if action in ("contextualize", "extract_entities", "model_settings"):
+            return self._workbench() is not None and not isinstance(self.focused, Input)  # inputs keep ctrl+e/ctrl+k
+        return True
+
+    def on_unmount(self) -> None:
+        if self.job is not None:
+            self.job.cancel.set()
+
+    def exit(self, *args: Any, **kwargs: Any) -> None:
+        if self.job is not None:  # a model call must not keep the process alive after the UI is gone
+            self.job.cancel.set()
+        super().exit(*args, **kwargs)
 
     async def action_quit(self) -> None:
         """Quit, asking first when edits have not been saved."""
@@ -188,6 +264,31 @@ class WorkbenchApp(App[None]):
         if analysis is not None and not worker.is_cancelled:
             reply_to.post_message(WorkspaceAnalysed(analysis))
 
+    def model_busy(self) -> bool:
+        """True (and says so) while a model job runs: the model does one job at a time."""
+        if self.job is None:
+            return False
+        self.notify(f"{self.job.title} is still running (escape cancels it).", severity="warning", timeout=4)
+        return True
+
+    def start_job(self, job: Job, body: Callable[[Callable[[Any], Any]], JobFinished], reply_to: MessagePump) -> bool:
+        """Run a model job: ``body(post)`` in the ``model`` thread worker; one job at a time."""
+        if self.model_busy():
+            return False
+        job.model = job.model or self.models.settings.describe()
+        self.job = job
+        self._job_worker = self.run_worker(partial(self._run_job, job, body, reply_to), name=job.name,
+                                           group="model", thread=True, exclusive=True, exit_on_error=False)
+        self.refresh_bindings()
+        return True
+
+    def _run_job(self, job: Job, body: Callable[[Callable[[Any], Any]], JobFinished], reply_to: MessagePump) -> None:
+        finished = JobFinished(job)  # a worker that fails still says the job ended (the error is reported below)
+        try:
+            finished = body(reply_to.post_message)
+        finally:
+            reply_to.post_message(finished)
+
     @work(thread=True, group="save", exclusive=False, exit_on_error=False, name="saving")
     def save_workspace(self, workspace: Workspace, reply_to: MessagePump) -> None:
         """Write every document with unsaved changes (each atomically: temp file + rename)."""
@@ -201,6 +302,9 @@ class WorkbenchApp(App[None]):
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
         """The one place worker errors surface: a notification, never a traceback."""
+        if event.worker is self._job_worker and event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            self.job, self._job_worker = None, None  # the model is free for the next job
+            self.refresh_bindings()
         if event.state is WorkerState.ERROR:
             error = event.worker.error
             self.log.error(f"worker {event.worker.name!r} failed: {error!r}")

@@ -7,12 +7,16 @@ Panes post intents (``DocumentSelected``, ``FindingSelected``, ``MergeRequested`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from ..core.entities import Workspace
 from .analysis import DiagnosisItem, EntityInfo, WorkspaceAnalysis
 from .report import DocumentReport, DocumentStatus
+
+if TYPE_CHECKING:
+    from .jobs import Job
 
 
 class DocumentSelected(Message):
@@ -144,3 +148,37 @@ class FixRequested(Message):
     def __init__(self, item: DiagnosisItem) -> None:
         super().__init__()
         self.item = item
+
+
+class JobProgress(Message):
+    """A model job's progress: ``done`` chunks of ``total``; ``phase`` starting / loading / running.
+
+    Posted at most ~10 times a second by the worker; a queued one is replaced by a newer one.
+    """
+
+    def __init__(self, job: "Job", phase: str = "running", done: int = 0, total: int = 0, chunk_id: str = "",
+                 tokens_per_second: float = 0.0, model_calls: int = 0, cache_hits: int = 0, live_tokens: int = 0) -> None:
+        super().__init__()
+        self.job = job
+        self.phase = phase
+        self.done = done
+        self.total = total
+        self.chunk_id = chunk_id
+        self.tokens_per_second = tokens_per_second
+        self.model_calls = model_calls
+        self.cache_hits = cache_hits
+        self.live_tokens = live_tokens
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, JobProgress) and message.job is self.job
+
+
+class JobFinished(Message):
+    """A model job ended: ``result`` (a ContextualizeReport or Proposals, maybe partial) and/or a
+    one-line ``error``; both None when the worker itself failed (the App's error handler reports it)."""
+
+    def __init__(self, job: "Job", result: Any = None, error: str | None = None) -> None:
+        super().__init__()
+        self.job = job
+        self.result = result
+        self.error = error

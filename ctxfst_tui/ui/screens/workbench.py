@@ -6,6 +6,10 @@ session's in-memory workspace: they are fast; everything else through the App's 
 and hands the results (Messages) down to the panes. After every edit, undo or redo it
 refreshes what depends on the workspace: the open document, the entity table and the
 suggested merges, the diagnosis, the tree's statuses and unsaved markers.
+
+Model jobs run in the App's ``model`` worker on a snapshot of the open document; their progress
+shows in the job status line, and their results come back here: notes are applied at once (one
+undoable edit), proposed entities only after the review screen confirms them.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
+from ...core.contextualize import ContextualizeOptions, ContextualizeReport
 from ...core.convert import default_target
 from ...core.document import Document
 from ...core.entities import (
@@ -31,9 +36,11 @@ from ...core.entities import (
     rename_entity_id,
     update_entity,
 )
+from ...core.extract import Proposals
 from ...core.fixes import FixError, apply_fix
 from ...core.preview import Budget
 from ..analysis import DiagnosisItem, EntityInfo
+from ..jobs import Job, chunk_counts, contextualize_job, extract_job, format_duration, write_notes, write_proposals
 from ..messages import (
     ChunksComputed,
     DiagnosisChosen,
@@ -44,6 +51,8 @@ from ..messages import (
     EntityEditRequested,
     FindingSelected,
     FixRequested,
+    JobFinished,
+    JobProgress,
     MergeRequested,
     StatusesValidated,
     WorkspaceAnalysed,
@@ -57,10 +66,13 @@ from ..widgets.document_summary import DocumentSummary
 from ..widgets.document_tree import DocumentTree
 from ..widgets.entity_panel import EntityPanel, EntityTable
 from ..widgets.findings_pane import FindingsPane
+from ..widgets.job_status import JobStatus
 from ..widgets.source_view import SourceView
 from .confirm import ConfirmScreen
+from .contextualize import ContextualizeScreen
 from .diff import DiffScreen
 from .entity_edit import AliasEditScreen, EntityEditScreen
+from .proposals import ProposalsScreen
 
 if TYPE_CHECKING:
     from ..app import WorkbenchApp
@@ -128,6 +140,7 @@ class WorkbenchScreen(Screen[None]):
                         yield EntityPanel(id="entities")
                     with TabPane("Diagnosis", id="diagnosis-tab"):
                         yield DiagnosisPane(id="diagnosis")
+        yield JobStatus(id="job-status")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -206,7 +219,7 @@ class WorkbenchScreen(Screen[None]):
             self.workbench.chunk_document(self.current_doc, self.budget, self, keep_selection=True)
 
     @on(ChunkPreview.ConvertRequested)
-    def _convert(self) -> None:
+    def convert(self) -> None:
         if self.current is None:
             self.notify("Select a document first.", severity="warning", timeout=2)
             return
@@ -372,8 +385,11 @@ class WorkbenchScreen(Screen[None]):
         self._apply("Fixed", lambda: self.session.run(apply_fix, dict(item.fix), path=item.path))
 
     # ------------------------------------------------------------ editing
-    def _apply(self, verb: str, edit: Callable[[], UndoRecord | None], what: str = "") -> None:
-        """Run one edit of the session; a refused edit is a notification, never a traceback."""
+    def _apply(self, verb: str, edit: Callable[[], UndoRecord | None], what: str = "", detail: str = "") -> None:
+        """Run one edit of the session; a refused edit is a notification, never a traceback.
+
+        ``detail``: a line added to the notification (e.g. how a model job went).
+        """
         try:
             record = edit()
         except (EntityOpError, FixError) as exc:
@@ -384,12 +400,12 @@ class WorkbenchScreen(Screen[None]):
             self.notify(what or "Nothing to do.", timeout=2)
             return
         if not record.changes:
-            self.notify(f"Nothing changed ({record.description}).", timeout=3)
+            self.notify(f"Nothing changed ({record.description})." + (f"\n{detail}" if detail else ""), timeout=6 if detail else 3)
             return
         hint = "U or ctrl+y redoes it" if verb == "Undo" else "u undoes it"
         count = len(record.changes)
-        self.notify(f"{record.description} — {count} document{'s' if count != 1 else ''} changed, not yet saved; {hint}.",
-                    title=verb, timeout=4)
+        self.notify(f"{record.description} — {count} document{'s' if count != 1 else ''} changed, not yet saved; {hint}."
+                    + (f"\n{detail}" if detail else ""), title=verb, timeout=6 if detail else 4)
         self._edited(paths=set(record.paths))
 
     def _edited(self, paths: set[Path | None] | None = None, refresh_open: bool = True) -> None:
@@ -421,6 +437,135 @@ class WorkbenchScreen(Screen[None]):
             self.notify("Nothing to save: every document matches its file.", timeout=2)
             return
         self.workbench.save_workspace(self.session.workspace, self)
+
+    # ------------------------------------------------------------ model jobs
+    def _job_document(self, what: str) -> tuple[Path, Document] | None:
+        """The open document, held in memory and readable, or a notification saying why not."""
+        path = self.current
+        doc = self.session.document(path)
+        if path is None:
+            self.notify(f"Open a document first, then {what} it.", severity="warning", timeout=3)
+        elif not self.session.ready:
+            self.notify("The workspace is still loading; try again in a moment.", severity="warning", timeout=3)
+        elif doc is None:
+            self.notify(f"{self.session.label(path)} is not a CtxFST document of the workspace (.md).", severity="warning", timeout=4)
+        elif not doc.readable or doc.data is None:
+            self.notify(f"{self.session.label(path)}: the frontmatter cannot be read; fix it first.", severity="warning", timeout=4)
+        elif not chunk_counts(doc)[0]:
+            self.notify(f"{self.session.label(path)} has no chunks to {what}.", severity="warning", timeout=4)
+        else:
+            return path, doc
+        return None
+
+    def contextualize(self) -> None:
+        """Ask (skip chunks with a context?), then start the contextualize job on the open document."""
+        if self.workbench.model_busy():
+            return
+        found = self._job_document("contextualize")
+        if found is None:
+            return
+        path, doc = found
+        label = self.session.label(path)
+        chunks, present = chunk_counts(doc)
+
+        def answered(choice: dict | None) -> None:
+            if choice is None:
+                return
+            data = self.session.snapshot(path)
+            if data is None:
+                return
+            options = ContextualizeOptions(skip_present=bool(choice.get("skip_present")))
+            models = self.workbench.models
+            job = Job("contextualize", path, label, total=chunks)
+            if self.workbench.start_job(job, lambda post: contextualize_job(models, job, data, options, post), self):
+                self.query_one(JobStatus).start(job)
+
+        model = self.workbench.models.settings.describe()
+        self.app.push_screen(ContextualizeScreen(label, chunks, present, model), answered)
+
+    def extract_entities(self) -> None:
+        """Start the entity-extraction job on the open document; its proposals are reviewed before anything is written."""
+        if self.workbench.model_busy():
+            return
+        found = self._job_document("extract entities from")
+        if found is None:
+            return
+        path, doc = found
+        data = self.session.snapshot(path)
+        if data is None:
+            return
+        others = self.session.snapshots()
+        models = self.workbench.models
+        job = Job("extract", path, self.session.label(path), total=chunk_counts(doc)[0])
+        if self.workbench.start_job(job, lambda post: extract_job(models, job, data, others, post), self):
+            self.query_one(JobStatus).start(job)
+
+    def job_cancelling(self, job: Job) -> None:
+        self.query_one(JobStatus).show_cancelling()
+
+    @on(JobProgress)
+    def _job_progress(self, message: JobProgress) -> None:
+        self.query_one(JobStatus).show_progress(message)
+
+    @on(JobFinished)
+    def _job_finished(self, message: JobFinished) -> None:
+        job = message.job
+        self.query_one(JobStatus).finish()
+        result = message.result
+        if message.error and not (isinstance(result, ContextualizeReport) and result.notes):
+            self.notify(message.error, title=f"{job.title}: model error", severity="error", timeout=10)
+            return
+        if isinstance(result, ContextualizeReport):
+            self._notes_ready(job, result, message.error)
+        elif isinstance(result, Proposals):
+            self._proposals_ready(job, result)
+
+    def _notes_ready(self, job: Job, report: ContextualizeReport, error: str | None) -> None:
+        done = report.ok + report.failed
+        took = format_duration(job.elapsed)
+        failed = [r for r in report.results if r.status == "failed"]
+        lines = []
+        if report.cancelled:
+            lines.append(f"Cancelled after {done} of {len(report.results)} chunks ({took}).")
+        if error:
+            lines.append(f"Stopped: {error}")
+        if failed:
+            lines.append(f"{len(failed)} chunk{'s' if len(failed) != 1 else ''} failed: {failed[0].chunk_id}: {failed[0].reason}")
+        notes = report.notes
+        if not notes:
+            if report.cancelled:
+                lines[0] = lines[0][:-1] + ": nothing written."
+            elif not failed:
+                lines.append("Every chunk was skipped: nothing to write." if report.skipped else "No notes.")
+            reasons = {r.reason for r in failed}
+            if failed and len(reasons) == 1 and not report.cancelled and not failed[0].reason.startswith("rejected"):
+                # one cause for every chunk: the model (or its server), not the chunks
+                self.notify(failed[0].reason, title=f"{job.title}: model error", severity="error", timeout=10)
+                return
+            self.notify("\n".join(lines), title="Cancelled" if report.cancelled else "Contextualize",
+                        severity="warning" if (failed or report.cancelled) else "information", timeout=8)
+            return
+        calls = f"{report.model_calls} model call{'s' if report.model_calls != 1 else ''}, {report.cache_hits} cached"
+        lines.append(f"{len(notes)} note{'s' if len(notes) != 1 else ''} from {job.model} in {took} ({calls}).")
+        self._apply("Cancelled" if report.cancelled else "Contextualized",
+                    lambda: self.session.run(write_notes, job.path, notes, job.label), detail="\n".join(lines))
+
+    def _proposals_ready(self, job: Job, proposals: Proposals) -> None:
+        if not proposals.entities and not proposals.links:
+            why = "cancelled before any proposal" if proposals.cancelled else "no new entities or chunk links found"
+            extra = f"\nThe model failed: {proposals.model_errors[0]}" if proposals.model_errors else ""
+            self.notify(f"{job.label}: {why}.{extra}", title="Cancelled" if proposals.cancelled else "Extract entities",
+                        severity="warning" if proposals.cancelled or proposals.model_errors else "information", timeout=6)
+            return
+
+        def answered(chosen: set[str] | None) -> None:
+            if not chosen:
+                if chosen is not None:
+                    self.notify("Nothing ticked: nothing added.", timeout=3)
+                return
+            self._apply("Entities", lambda: self.session.run(write_proposals, job.path, proposals, chosen))
+
+        self.app.push_screen(ProposalsScreen(job.label, proposals), answered)
 
     # ------------------------------------------------------------ keys
     @on(TabbedContent.TabActivated, "#lower")

@@ -1,0 +1,466 @@
+"""Pilot tests for model jobs in the workbench: the UI stays responsive while a slow model runs,
+escape cancels, notes land in memory (undoable), entity proposals are reviewed before they are
+written, model errors are one notification, the model-settings screen, the palette entries.
+
+The model is a fake backend handed to the App (``backend_factory``), never llama.cpp.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from textual.widgets import Checkbox, Input, RadioButton, SelectionList, TabbedContent
+
+from ctxfst_tui.core.llm import Cancelled, Completion, EndpointError, ModelNotFound
+from ctxfst_tui.ui.app import WorkbenchApp
+from ctxfst_tui.ui.commands import COMMANDS, WorkbenchCommands
+from ctxfst_tui.ui.jobs import Job, ModelService, ModelSettings, Reporter
+from ctxfst_tui.ui.messages import JobProgress
+from ctxfst_tui.ui.screens.contextualize import ContextualizeScreen
+from ctxfst_tui.ui.screens.model_settings import ModelSettingsScreen
+from ctxfst_tui.ui.screens.proposals import ProposalsScreen
+from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.document_summary import DocumentSummary
+from ctxfst_tui.ui.widgets.document_tree import DocumentTree
+from ctxfst_tui.ui.widgets.job_status import JobStatus
+from ctxfst_tui.ui.widgets.source_view import SourceView
+from test_app import SIZE, open_document, settle, started
+
+RUNBOOK = """\
+---
+title: "Orders service runbook"
+entities:
+  - id: entity:helm
+    name: Helm
+    type: tool
+chunks:
+  - id: ops:deploy
+    tags: [Deploy]
+    entities: [entity:helm]
+    context: "Written by hand"
+  - id: ops:database
+    tags: [Database]
+  - id: ops:cache
+    tags: [Cache]
+---
+
+# Orders service runbook
+
+<Chunk id="ops:deploy">
+## Deploy
+
+Run `helm upgrade --install orders ./chart --atomic`. The release rolls back by itself when pods are not ready.
+</Chunk>
+
+<Chunk id="ops:database">
+## Database
+
+The service uses PostgreSQL through PgBouncer, with at most 40 server connections.
+</Chunk>
+
+<Chunk id="ops:cache">
+## Cache
+
+Sessions live in Redis with the `allkeys-lru` eviction policy.
+</Chunk>
+"""
+
+OTHER = """\
+---
+title: "Other notes"
+chunks:
+  - id: misc:one
+    context: "Nothing to see"
+---
+
+<Chunk id="misc:one">
+Nothing here.
+</Chunk>
+"""
+
+NOTES = {
+    "helm upgrade": " the deployment of the orders service with Helm. It covers the automatic rollback of the release.\nTerms: helm upgrade; --atomic",
+    "PgBouncer": " the orders service database. It covers the PostgreSQL connection limit behind PgBouncer.\nTerms: PostgreSQL; PgBouncer",
+    "allkeys-lru": " the session cache of the orders service. It covers the Redis eviction policy.\nTerms: Redis; allkeys-lru",
+}
+
+
+class FakeBackend:
+    """The Backend protocol, scripted: a note per chunk (entity names for extraction prompts),
+    streamed word by word with ``delay`` seconds per word; the cancel event is honoured between words."""
+
+    name = "fake"
+    model_id = "fake-model"
+    context_size = 8192
+    chat = False
+    concurrency = 1
+
+    def __init__(self, delay: float = 0.0, error: Exception | None = None) -> None:
+        self.delay = delay
+        self.error = error
+        self.calls = 0
+        self.finished = 0
+        self.cancelled = threading.Event()
+        self.started = threading.Event()
+        self.threads: set[str] = set()
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def _answer(self, prompt: str) -> str:
+        if "Named things in a text" in prompt:  # the entity-extraction prompt
+            tail = prompt.rsplit("Text:", 1)[-1]
+            found = [name for name in ("Redis", "PgBouncer", "PostgreSQL") if name in tail]
+            return " " + "; ".join(found) if found else " none"
+        tail = prompt.rsplit("Section:", 1)[-1]
+        return next((note for word, note in NOTES.items() if word in tail), " something else entirely.")
+
+    def complete(self, prompt, *, max_tokens=None, stop=None, temperature=None, cancel=None, on_token=None):
+        self.calls += 1
+        self.threads.add(threading.current_thread().name)
+        self.started.set()
+        if self.error is not None:
+            raise self.error
+        text = self._answer(prompt)
+        t0 = time.perf_counter()
+        for word in text.split(" "):
+            if cancel is not None and cancel.is_set():
+                self.cancelled.set()
+                raise Cancelled("cancelled")
+            if self.delay:
+                end = time.monotonic() + self.delay
+                while time.monotonic() < end:  # a slow token: cancel is checked every 10 ms
+                    if cancel is not None and cancel.is_set():
+                        self.cancelled.set()
+                        raise Cancelled("cancelled")
+                    time.sleep(0.01)
+            if on_token is not None:
+                on_token(word + " ")
+        took = time.perf_counter() - t0
+        self.finished += 1
+        return Completion(text, len(prompt.split()), len(text.split()), "stop", False, took + 0.01, 0.005)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "runbook.md").write_text(RUNBOOK, encoding="utf-8")
+    (tmp_path / "other.md").write_text(OTHER, encoding="utf-8")
+    return tmp_path
+
+
+def notifications(app: WorkbenchApp, monkeypatch) -> list[tuple[str, str, str]]:
+    """(title, message, severity) of every notification from now on."""
+    seen: list[tuple[str, str, str]] = []
+    original = app.notify
+
+    def notify(message, *, title="", severity="information", **kw):
+        seen.append((str(title), str(message), str(severity)))
+        return original(message, title=title, severity=severity, **kw)
+
+    monkeypatch.setattr(app, "notify", notify)
+    return seen
+
+
+def contexts(app: WorkbenchApp, folder: Path) -> dict[str, str | None]:
+    doc = app.session.document(folder / "runbook.md")
+    return {c.id: c.data.get("context") for c in doc.chunks}
+
+
+async def wait_until(pilot, condition, timeout: float = 5.0) -> float:
+    """Pause until ``condition()``; returns the seconds it took (fails after ``timeout``)."""
+    t0 = time.monotonic()
+    while not condition():
+        assert time.monotonic() - t0 < timeout, "timed out"
+        await pilot.pause(0.02)
+    return time.monotonic() - t0
+
+
+async def start_contextualize(app: WorkbenchApp, pilot, skip: bool = False) -> None:
+    await pilot.press("ctrl+k")
+    await pilot.pause()
+    assert isinstance(app.screen, ContextualizeScreen)
+    if skip:
+        app.screen.query_one(Checkbox).value = True
+    await pilot.press("enter")  # Start has the focus
+    await pilot.pause()
+
+
+async def test_the_ui_stays_responsive_while_a_slow_job_runs_and_escape_cancels_it(folder, monkeypatch):
+    fake = FakeBackend(delay=1.0)  # 1 s per token: the first note alone would take many seconds
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        await open_document(app, pilot, "runbook.md")
+        before = contexts(app, folder)
+        seen = notifications(app, monkeypatch)
+        await start_contextualize(app, pilot)
+        assert app.job is not None and app.job.kind == "contextualize"
+        status = screen.query_one(JobStatus)
+        assert status.has_class("-running") and status.display
+        await wait_until(pilot, fake.started.is_set)
+        assert fake.threads and threading.main_thread().name not in fake.threads  # the model runs in a worker
+        assert "Contextualizing runbook.md" in status.text and "esc cancels" in status.text
+
+        # Keys are handled while the model works: switch tabs, move the tree cursor.
+        await pilot.press("2")
+        assert screen.query_one(TabbedContent).active == "chunks-tab"
+        await pilot.press("1")
+        assert screen.query_one(TabbedContent).active == "source-tab"
+        tree = screen.query_one(DocumentTree)
+        tree.focus()
+        await pilot.pause()
+        line = tree.cursor_line
+        await pilot.press("up")
+        assert tree.cursor_line == line - 1
+        await pilot.press("down")
+        assert tree.cursor_line == line
+        # all answered during the first model call (which takes ~20 s), not queued behind it
+        assert fake.finished == 0 and app.job is not None and not fake.cancelled.is_set()
+
+        await pilot.press("escape")
+        assert status.cancelling  # the line said "cancelling…" until the job stopped
+        took = await wait_until(pilot, lambda: app.job is None, timeout=3)
+        assert took < 1.5 and fake.cancelled.is_set()
+        await pilot.pause()
+        assert not status.has_class("-running")
+        assert any(title == "Cancelled" for title, _, _ in seen), seen
+        assert contexts(app, folder) == before  # the interrupted note was not written
+        assert not app.session.dirty_paths
+        # escape is the focused widget's again once nothing runs
+        assert not app.check_action("cancel_job", ())
+
+
+async def test_a_job_runs_to_completion_then_u_undoes_its_notes(folder, monkeypatch):
+    fake = FakeBackend(delay=0.001)
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        await open_document(app, pilot, "runbook.md")
+        before = contexts(app, folder)
+        progress: list[JobProgress] = []
+        original = screen.query_one(JobStatus).show_progress
+        monkeypatch.setattr(screen.query_one(JobStatus), "show_progress", lambda m: (progress.append(m), original(m)))
+        seen = notifications(app, monkeypatch)
+        await start_contextualize(app, pilot)
+        await wait_until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        after = contexts(app, folder)
+        assert after["ops:deploy"].startswith("Part of") and "Helm" in after["ops:deploy"]
+        assert "PgBouncer" in after["ops:database"] and "allkeys-lru" in after["ops:cache"]
+        assert after != before
+        assert progress and progress[-1].done == progress[-1].total == 3
+        # The open document's panes show the new notes, marked unsaved.
+        assert "PgBouncer" in screen.query_one(SourceView).text.split("---", 2)[1]
+        assert "Unsaved" in screen.query_one(DocumentSummary).text
+        assert app.session.dirty_paths == {folder / "runbook.md"}
+        done = [m for t, m, _ in seen if t == "Contextualized"]
+        assert done and "3 notes" in done[0] and "u undoes it" in done[0]
+        assert (folder / "runbook.md").read_text(encoding="utf-8") == RUNBOOK  # nothing saved
+
+        await pilot.press("u")
+        await settle(app, pilot)
+        assert contexts(app, folder) == before
+        assert not app.session.dirty_paths
+        assert "Written by hand" in screen.query_one(SourceView).text
+
+
+async def test_skip_present_keeps_the_written_contexts(folder):
+    fake = FakeBackend()
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await open_document(app, pilot, "runbook.md")
+        await start_contextualize(app, pilot, skip=True)
+        await wait_until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        after = contexts(app, folder)
+        assert after["ops:deploy"] == "Written by hand"
+        assert after["ops:database"] and after["ops:cache"]
+
+
+async def test_the_backend_is_made_once_and_reused_and_settings_change_it(folder):
+    made: list[ModelSettings] = []
+
+    def factory(settings: ModelSettings) -> FakeBackend:
+        made.append(settings)
+        return FakeBackend()
+
+    app = WorkbenchApp(folder, backend_factory=factory)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        assert made == []  # nothing is created before a job needs it
+        await open_document(app, pilot, "runbook.md")
+        for _ in range(2):
+            await start_contextualize(app, pilot)
+            await wait_until(pilot, lambda: app.job is None)
+            await settle(app, pilot)
+        assert made == [ModelSettings()]
+
+        # The settings screen: switch to an endpoint; the next job makes a new backend with it.
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, ModelSettingsScreen)
+        assert "fake" in modal.query_one("#current").render().plain  # backend_info of the live backend
+        modal.query_one("#source-endpoint", RadioButton).value = True
+        await pilot.pause()
+        assert not modal.query_one("#endpoint", Input).disabled and modal.query_one("#model-path", Input).disabled
+        modal.query_one("#endpoint", Input).value = "localhost:8080"
+        modal.query_one("#model-name", Input).value = "qwen"
+        modal.query_one("#n-ctx", Input).value = "2048"
+        await pilot.click("#use")
+        await pilot.pause()
+        assert app.screen is modal  # not a URL: the form says so and stays
+        assert "http://" in str(modal.query_one("#settings-error").render())
+        modal.query_one("#endpoint", Input).value = "http://localhost:8080/v1"
+        modal.query_one("#endpoint", Input).focus()
+        await pilot.press("enter")  # Enter in a field is Use too
+        await pilot.pause()
+        assert app.screen is not modal, str(modal.query_one("#settings-error").render())
+        wanted = ModelSettings("endpoint", endpoint="http://localhost:8080/v1", model="qwen", n_ctx=2048)
+        assert app.models.settings == wanted
+        assert wanted.backend_kwargs() == {"endpoint": "http://localhost:8080/v1", "model": "qwen", "n_ctx": 2048}
+        await start_contextualize(app, pilot)
+        await wait_until(pilot, lambda: app.job is None)
+        assert made == [ModelSettings(), wanted]
+
+
+def test_settings_for_the_bundled_model_and_a_gguf_file(tmp_path):
+    assert ModelSettings().backend_kwargs() == {"n_ctx": None, "n_threads": None}
+    gguf = ModelSettings("gguf", model_path=str(tmp_path / "m.gguf"), n_threads=2)
+    assert gguf.backend_kwargs()["model_path"].endswith("m.gguf") and gguf.describe() == "m.gguf"
+    info = ModelService(settings=ModelSettings(n_ctx=1024, n_threads=3)).info()  # nothing created or loaded
+    assert info["backend"] == "llama" and info["context_size"] == 1024 and info["threads"] == 3 and not info["loaded"]
+
+
+async def test_a_missing_model_is_one_error_notification(folder, monkeypatch):
+    def factory(settings):
+        return FakeBackend(error=ModelNotFound("model file not found: /nowhere/model.gguf"))
+
+    app = WorkbenchApp(folder, backend_factory=factory)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await open_document(app, pilot, "runbook.md")
+        seen = notifications(app, monkeypatch)
+        await start_contextualize(app, pilot)
+        await wait_until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        errors = [(t, m) for t, m, s in seen if s == "error"]
+        assert errors == [("Contextualizing runbook.md: model error", "model file not found: /nowhere/model.gguf")]
+        assert not app.session.dirty_paths
+
+
+async def test_an_endpoint_that_is_down_stops_the_job_at_once(folder, monkeypatch):
+    fake = FakeBackend(error=EndpointError("cannot reach http://127.0.0.1:9/v1: connection refused"))
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await open_document(app, pilot, "runbook.md")
+        seen = notifications(app, monkeypatch)
+        await pilot.press("ctrl+e")
+        await wait_until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        assert fake.calls == 1  # not once per chunk
+        errors = [m for _, m, s in seen if s == "error"]
+        assert errors == ["cannot reach http://127.0.0.1:9/v1: connection refused"]
+        assert not isinstance(app.screen, ProposalsScreen)
+
+
+async def test_extracted_entities_are_reviewed_then_applied_and_undone(folder):
+    fake = FakeBackend()
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        await open_document(app, pilot, "runbook.md")
+        await pilot.press("ctrl+e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ProposalsScreen))
+        review = app.screen
+        assert not app.session.dirty_paths  # nothing written yet
+        new = review.query_one("#new-entities", SelectionList)
+        ids = [new.get_option_at_index(i).value for i in range(new.option_count)]
+        assert {"entity:redis", "entity:pgbouncer", "entity:postgresql"} <= set(ids)
+        assert set(new.selected) == set(ids)  # everything ticked to start with
+        new.deselect("entity:redis")
+        await pilot.pause()
+        assert "entity:redis" not in review.chosen
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert app.screen is screen
+        doc = app.session.document(folder / "runbook.md")
+        declared = {e.id for e in doc.entities}
+        assert "entity:pgbouncer" in declared and "entity:redis" not in declared
+        database = next(c for c in doc.chunks if c.id == "ops:database")
+        assert "entity:pgbouncer" in database.data["entities"]
+        assert "entity:pgbouncer" in screen.query_one(ChunkMap).text or "entity:pgbouncer" in screen.query_one(SourceView).text
+        await pilot.press("u")
+        await settle(app, pilot)
+        assert "entity:pgbouncer" not in {e.id for e in app.session.document(folder / "runbook.md").entities}
+
+
+async def test_cancelling_the_review_writes_nothing(folder):
+    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeBackend())
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await open_document(app, pilot, "runbook.md")
+        await pilot.press("ctrl+e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ProposalsScreen))
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, ProposalsScreen)
+        assert not app.session.dirty_paths
+
+
+async def test_one_job_at_a_time(folder, monkeypatch):
+    fake = FakeBackend(delay=1.0)
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await open_document(app, pilot, "runbook.md")
+        seen = notifications(app, monkeypatch)
+        await start_contextualize(app, pilot)
+        job = app.job
+        await pilot.press("ctrl+e")
+        await pilot.press("ctrl+k")
+        await pilot.pause()
+        assert app.job is job and not isinstance(app.screen, ContextualizeScreen)
+        assert sum("still running" in m for _, m, _ in seen) == 2
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.job is None)
+
+
+async def test_palette_offers_the_model_commands(folder):
+    fake = FakeBackend(delay=1.0)
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+
+        async def names() -> list[str]:
+            provider = WorkbenchCommands(screen)
+            return [hit.text for hit in [h async for h in provider.discover()]]
+
+        assert "Contextualize document" not in await names()  # no document open yet
+        assert "Model settings" in await names() and "Save" in await names()
+        await open_document(app, pilot, "runbook.md")
+        assert {"Contextualize document", "Extract entities", "Convert to CtxFST"} <= set(await names())
+        assert "Cancel model job" not in await names()
+        await start_contextualize(app, pilot)
+        assert "Cancel model job" in await names()
+        hits = [h async for h in WorkbenchCommands(screen).search("cancel job")]
+        assert hits and str(hits[0].text) == "Cancel model job"
+        hits[0].command()
+        await wait_until(pilot, lambda: app.job is None)
+        assert all(hasattr(app, f"action_{action}") for _, _, action, _ in COMMANDS)
+
+
+async def test_progress_is_coalesced():
+    posted: list[JobProgress] = []
+    job = Job("contextualize", Path("x.md"), "x.md", total=1000)
+    reporter = Reporter(job, posted.append, interval=0.1)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.5:
+        reporter.token("word ")
+        await asyncio.sleep(0)
+    assert 3 <= len(posted) <= 7  # about ten a second, however fast the tokens come
