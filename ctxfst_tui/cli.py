@@ -561,13 +561,25 @@ def run_app(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="ctxfst-tui", description="Open the CtxFST workbench on a folder.")
     p.add_argument("folder", nargs="?", default=".", help="folder of .md / .ctxfst.md / .txt documents")
     p.add_argument("--version", action="version", version=f"ctxfst-tui {__version__}")
+    p.add_argument("--model", default=None, help="a GGUF for model jobs (default: the bundled model), or the served model with --endpoint")
+    p.add_argument("--endpoint", default=None, help="an OpenAI-compatible server for model jobs")
+    p.add_argument("--n-ctx", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None)
     args = p.parse_args(argv)
     folder = Path(args.folder)
-    if not folder.exists():
+    if not folder.is_dir():
         raise CliError(f"{folder}: no such folder")
     from .ui.app import WorkbenchApp
+    from .ui.jobs import ModelSettings
 
-    WorkbenchApp(folder).run()
+    if args.endpoint:
+        settings = ModelSettings("endpoint", endpoint=args.endpoint, model=args.model or "")
+    elif args.model:
+        settings = ModelSettings("gguf", model_path=args.model)
+    else:
+        settings = ModelSettings()
+    settings.n_ctx, settings.n_threads = args.n_ctx, args.threads
+    WorkbenchApp(folder, model_settings=settings).run()
     return 0
 
 
