@@ -572,13 +572,13 @@ def run_app(argv: Sequence[str]) -> int:
     from .ui.app import WorkbenchApp
     from .ui.jobs import ModelSettings
 
+    sizes = {"n_ctx": args.n_ctx, "n_threads": args.threads}
     if args.endpoint:
-        settings = ModelSettings("endpoint", endpoint=args.endpoint, model=args.model or "")
+        settings = ModelSettings("endpoint", endpoint=args.endpoint, model=args.model or "", **sizes)
     elif args.model:
-        settings = ModelSettings("gguf", model_path=args.model)
+        settings = ModelSettings("gguf", model_path=args.model, **sizes)
     else:
-        settings = ModelSettings()
-    settings.n_ctx, settings.n_threads = args.n_ctx, args.threads
+        settings = ModelSettings(**sizes)
     WorkbenchApp(folder, model_settings=settings).run()
     return 0
 

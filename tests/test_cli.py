@@ -217,3 +217,21 @@ def test_contextualize_endpoint_down_is_one_line(tmp_path, capsys):
 def test_contextualize_refuses_a_plain_note(capsys):
     assert main(["contextualize", str(SAMPLE_DOCS / "plain-note.md")]) == 1
     assert "no CtxFST frontmatter" in capsys.readouterr().err
+
+
+def test_workbench_options_reach_the_app(monkeypatch, tmp_path, capsys):
+    from ctxfst_tui.ui.app import WorkbenchApp
+
+    seen = {}
+
+    def fake_run(self):
+        seen["settings"] = self.models.settings
+        seen["folder"] = self.folder
+
+    monkeypatch.setattr(WorkbenchApp, "run", fake_run)
+    assert main([str(tmp_path), "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--n-ctx", "2048"]) == 0
+    assert seen["folder"] == tmp_path
+    s = seen["settings"]
+    assert (s.source, s.endpoint, s.model, s.n_ctx) == ("endpoint", "http://127.0.0.1:9/v1", "m", 2048)
+    assert main([str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err.strip().endswith("no such folder")
