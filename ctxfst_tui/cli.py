@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from . import __version__
 
-SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph", "chunk", "convert", "entities", "contextualize")
+SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph", "chunk", "convert", "entities", "contextualize", "summarize")
 
 
 class CliError(Exception):
@@ -554,6 +554,12 @@ def build_parser() -> argparse.ArgumentParser:
     cx.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
     cx.add_argument("--json", action="store_true")
     cx.set_defaults(func=cmd_contextualize)
+
+    from .core.summary.cli_support import add_summarize_arguments, run_summarize_cli
+
+    sm = sub.add_parser("summarize", help="summary tree of a novel: scenes, chapters, book")
+    add_summarize_arguments(sm)
+    sm.set_defaults(func=run_summarize_cli)
     return p
 
 

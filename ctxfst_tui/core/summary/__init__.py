@@ -1,0 +1,23 @@
+"""Summary trees for novels: scene → chapter → book, built by a (small, local) model.
+
+* :mod:`.segment` — a manuscript becomes a tree (Gutenberg boilerplate stripped, parts,
+  chapters in English and Portuguese, contents entries ignored, scenes from markers or
+  paragraph groups; every word in exactly one scene).
+* :mod:`.tree` — :class:`Node` / :class:`Manuscript`, the outline (text and JSON) and the
+  Markdown rendering.
+* :mod:`.summarizer` — recursive, context-aware summaries with a dynamic tree when inputs
+  exceed the context window, a quality gate with one retry, hashes for incremental runs.
+* :mod:`.store` — ``NOVEL.summary.json`` beside the manuscript; :mod:`.session` ties a
+  manuscript, its store and a run together; :mod:`.cli_support` is ``ctxfst-tui summarize``.
+"""
+from .segment import SegmentError, SegmentSettings, load_manuscript, segment
+from .session import NovelSession
+from .store import StoreError, apply_stored, load_store, save_store, store_path
+from .summarizer import CallRecord, Summarizer, SummaryProgress, SummaryReport, SummarySettings, summarize
+from .tree import STATUSES, Manuscript, Node, markdown_outline, outline_text
+
+__all__ = [
+    "SegmentError", "SegmentSettings", "load_manuscript", "segment", "NovelSession", "StoreError", "apply_stored",
+    "load_store", "save_store", "store_path", "CallRecord", "Summarizer", "SummaryProgress", "SummaryReport",
+    "SummarySettings", "summarize", "STATUSES", "Manuscript", "Node", "markdown_outline", "outline_text",
+]

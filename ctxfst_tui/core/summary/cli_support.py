@@ -1,0 +1,216 @@
+"""``ctxfst-tui summarize``: the argument set and the command, so the CLI wiring is three lines::
+
+    from .core.summary.cli_support import add_summarize_arguments, run_summarize_cli
+    s = sub.add_parser("summarize", help="scene → chapter → book summaries of a novel with a local model")
+    add_summarize_arguments(s, model_options=_add_model_options)   # or without: adds the same options itself
+    s.set_defaults(func=run_summarize_cli)
+
+Usage::
+
+    ctxfst-tui summarize NOVEL --outline [--json]                      # the tree with word counts, no model
+    ctxfst-tui summarize NOVEL [--model M | --endpoint URL] [--max-chapters N] [-o tree.json] [--format json|markdown]
+
+A summary run prints progress on stderr, saves ``NOVEL.summary.json`` beside the manuscript
+(or ``--store PATH``) as it goes, and ends with one line of counts
+(``nodes N, model calls N, cache hits N, failed N``) — on stdout when the tree goes to a
+file, on stderr when the tree itself is printed. Exit status: 0, 1 when a node failed or
+the model could not be used, 2 for bad input, 130 when interrupted (run again to resume).
+Errors are one line on stderr: ``ctxfst-tui: ...``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from ..llm.base import ModelError
+from .segment import SegmentError, SegmentSettings
+from .session import NovelSession
+from .store import StoreError
+from .summarizer import SummaryProgress, SummarySettings
+from .tree import markdown_outline, outline_text
+
+
+def _default_model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None,
+                   help="a GGUF file (default: the bundled Gemma 3 270M), or the served model name with --endpoint")
+    p.add_argument("--endpoint", default=None, help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument("--api", choices=("chat", "completions"), default=None, help="endpoint API (default: chat)")
+    p.add_argument("--n-ctx", type=int, default=None, help="context size of the in-process model")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads of the in-process model")
+    p.add_argument("--concurrency", type=int, default=None, help="requests in flight to an endpoint")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the completion cache")
+
+
+def add_summarize_arguments(p: argparse.ArgumentParser,
+                            model_options: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
+    p.add_argument("novel", help="a manuscript (.txt or .md)")
+    p.add_argument("--outline", action="store_true", help="print the tree with word counts; no model call")
+    p.add_argument("--json", action="store_true", help="with --outline: the tree as JSON")
+    (model_options or _default_model_options)(p)
+    p.add_argument("--max-chapters", type=int, default=None, metavar="N",
+                   help="summarize only the first N chapters (and the book from them)")
+    p.add_argument("--node", default=None, metavar="ID", help="summarize only this subtree (ids as in the JSON: c3, c3.s2, p1)")
+    p.add_argument("--output", "-o", default=None, help="write the tree here (default: print it)")
+    p.add_argument("--format", choices=("json", "markdown"), default=None,
+                   help="json: the tree with summaries; markdown: a readable outline (default: json, markdown for .md)")
+    p.add_argument("--store", default=None, help="the summary store (default: NOVEL.summary.json beside the manuscript)")
+    p.add_argument("--scene-words", type=int, default=None, help="word limit of a scene summary (150)")
+    p.add_argument("--chapter-words", type=int, default=None, help="word limit of a chapter summary (300)")
+    p.add_argument("--book-words", type=int, default=None, help="word limit of the book summary (500)")
+    p.add_argument("--context-sentences", type=int, default=None,
+                   help="sentences of the previous scene given with each scene (2)")
+    p.add_argument("--style", choices=("auto", "fewshot", "instruct"), default="auto",
+                   help="prompt style (auto: instruct for chat models, few-shot for base models)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+
+
+def settings_from_args(args: argparse.Namespace) -> SummarySettings:
+    s = SummarySettings()
+    for attr, name in (("scene_words", "scene_words"), ("chapter_words", "chapter_words"),
+                       ("book_words", "book_words"), ("context_sentences", "context_sentences")):
+        v = getattr(args, attr, None)
+        if v is not None:
+            if v < 0 or (name != "context_sentences" and v < 10):
+                raise ValueError(f"--{attr.replace('_', '-')} {v} is too small")
+            setattr(s, name, int(v))
+    if getattr(args, "book_words", None) is not None:
+        s.part_words = s.book_words
+    s.style = getattr(args, "style", None) or "auto"
+    mc = getattr(args, "max_chapters", None)
+    if mc is not None:
+        if mc < 1:
+            raise ValueError(f"--max-chapters {mc}: give at least 1")
+        s.max_chapters = int(mc)
+    return s
+
+
+def make_backend_from_args(args: argparse.Namespace) -> Any:
+    from ..llm import make_backend
+
+    model = getattr(args, "model", None)
+    return make_backend(
+        model_path=model if model and model.lower().endswith(".gguf") else None,
+        endpoint=getattr(args, "endpoint", None),
+        model=model,
+        api=getattr(args, "api", None),
+        n_ctx=getattr(args, "n_ctx", None),
+        n_threads=getattr(args, "threads", None),
+        concurrency=getattr(args, "concurrency", None),
+        cache=not getattr(args, "no_cache", False),
+    )
+
+
+def _fmt_seconds(s: float | None) -> str:
+    if s is None:
+        return "?"
+    s = int(round(s))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def _err(msg: str) -> None:
+    print(f"ctxfst-tui: {msg}", file=sys.stderr)
+
+
+def _write(path: str, text: str) -> None:
+    from ..document import write_atomic
+
+    write_atomic(Path(path), text.encode("utf-8"))
+
+
+def run_summarize_cli(args: argparse.Namespace, *, backend: Any = None, cancel: threading.Event | None = None) -> int:
+    """The ``summarize`` subcommand (``backend``: for tests; default from the model options)."""
+    try:
+        session = NovelSession.open(args.novel, store=getattr(args, "store", None), segment_settings=SegmentSettings())
+    except (SegmentError, StoreError) as exc:
+        _err(str(exc))
+        return 2
+    ms = session.manuscript
+    out_path = getattr(args, "output", None)
+    if getattr(args, "outline", False):
+        text = (json.dumps(ms.outline_json(), ensure_ascii=False, indent=2) + "\n") if getattr(args, "json", False) \
+            else outline_text(ms)
+        return _emit(text, out_path)
+    try:
+        settings = settings_from_args(args)
+    except ValueError as exc:
+        _err(str(exc))
+        return 2
+    if not any(not sc.front_matter and sc.words for sc in ms.root.scenes()):
+        _err(f"{args.novel}: no text to summarize")
+        return 2
+    if getattr(args, "node", None) and ms.root.find(args.node) is None:
+        _err(f"{args.novel}: no node {args.node!r} (see --outline --json for the tree, ids as c3 / c3.s2 / p1)")
+        return 2
+    fmt = getattr(args, "format", None) or ("markdown" if out_path and out_path.lower().endswith((".md", ".markdown")) else "json")
+    quiet = getattr(args, "quiet", False)
+
+    def progress(p: SummaryProgress) -> None:
+        if quiet or p.status == "running":
+            return
+        flag = ""
+        print(f"[{p.index}/{p.total}] {p.node_id} {p.title}: {p.status}{flag} "
+              f"(calls {p.model_calls}, cached {p.cache_hits}, reused {p.reused}, ETA {_fmt_seconds(p.eta)})",
+              file=sys.stderr, flush=True)
+
+    try:
+        be = backend if backend is not None else make_backend_from_args(args)
+        report = session.summarize(be, settings, only=getattr(args, "node", None), cancel=cancel, progress=progress)
+    except ModelError as exc:
+        _err(str(exc))
+        return 1
+    except StoreError as exc:
+        _err(str(exc))
+        return 2
+    model = session.document(be, settings).get("model", {}).get("model", "")
+    if fmt == "markdown":
+        text = markdown_outline(ms, model=str(model))
+    else:
+        text = json.dumps(session.stored, ensure_ascii=False, indent=1) + "\n"
+    status = _emit(text, out_path, quiet_ok=True)
+    if status:
+        return status
+    counts = report.counts_line()
+    print(counts, file=sys.stdout if out_path else sys.stderr, flush=True)
+    if report.error:
+        _err(f"stopped: {report.error} (progress saved in {session.store}; run again to resume)")
+        return 1
+    if report.cancelled:
+        _err(f"interrupted: progress saved in {session.store}; run again to resume")
+        return 130
+    if not quiet:
+        print(f"summary store: {session.store}", file=sys.stderr)
+    return 1 if report.failed else 0
+
+
+def _emit(text: str, out_path: str | None, quiet_ok: bool = False) -> int:
+    if out_path:
+        try:
+            _write(out_path, text)
+        except OSError as exc:
+            _err(f"{out_path}: cannot write: {exc.strerror or exc}")
+            return 2
+        return 0
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - handy without the CLI wiring
+    p = argparse.ArgumentParser(prog="python -m ctxfst_tui.core.summary.cli_support")
+    add_summarize_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        return run_summarize_cli(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
