@@ -538,3 +538,132 @@ def test_corpus_chunks_without_loss_or_overflow():
             assert c.real_content() == text[c.start : c.end], path
             assert c.tokens <= 256 or c.over_budget, path
             assert c.content.count("```") % 2 == 0 or "~~~" in c.content or "````" in c.content, path
+
+
+# -- the fast paths: counts read off one encoding, composed headers, reuse across budgets -------------
+
+HEADINGS = """# Guide { #guide }
+
+Intro text. Second sentence here.
+
+## What's new?
+
+Text under a question.
+
+### `tool --help` (CLI)
+
+Run it.
+
+## Café — naïve 日本語
+
+Unicode heading.
+
+##  Two spaces before ##
+
+Closing hashes and spaces.
+
+Setext title
+============
+
+Under a setext heading.
+
+## Ends with emoji 👍
+
+More text.
+
+## <|endoftext|> as text
+
+Special token spelling.
+
+## x
+
+Short.
+"""
+
+
+@pytest.mark.parametrize("heading_path", [True, False])
+@pytest.mark.parametrize("size", [32, 48, 512])
+def test_header_counts_are_exact_for_any_heading(heading_path, size):
+    clear_caches()
+    opts = ChunkOptions(unit="tokens", chunk_size=size, overlap=8, heading_path=heading_path)
+    chunks = chunk_text(HEADINGS, opts, source="h")
+    assert chunks
+    for c in chunks:
+        assert c.tokens == len(ENC.encode_ordinary(c.text)), c.text
+    sections = [s for c in chunks for s in c.sections]
+    assert any(s.endswith("## What's new?") for s in sections)
+    assert "# Setext title" in sections
+
+
+def test_rechunk_with_other_budgets_equals_a_cold_chunking():
+    text = (SAMPLE_DOCS / "plain-note.md").read_text(encoding="utf-8") * 3 + HEADINGS * 2
+    base = Chunker(ChunkOptions(unit="tokens", chunk_size=512, overlap=32))
+    base.chunk(text)
+    for size, overlap in ((384, 32), (96, 24), (512, 32), (200, 0), (384, 32)):
+        warm = [c.to_json() for c in base.with_options(chunk_size=size, overlap=overlap).chunk(text)]
+        clear_caches()
+        cold = [c.to_json() for c in Chunker(ChunkOptions(unit="tokens", chunk_size=size, overlap=overlap)).chunk(text)]
+        assert warm == cold, size
+        base.chunk(text)  # the caches hold the 512 chunking again
+
+
+def test_counts_are_exact_across_the_parallel_split_and_odd_white_space():
+    # large enough to be parsed beside the encoding (long lines: the worker also encodes the end
+    # of the text); lines made of white space that a line-based split would get wrong (NBSP, tabs,
+    # blank lines with spaces)
+    from ctxfst_tui.core.chunker import _encoding_cut
+
+    long_line = "Ünïcödé text, with words and more words. " * 12
+    para = long_line + "\u00a0\n\u00a0\n\tindented " + long_line + "\n  \n\n"
+    text = ("## Section ✓\n\n" + para * 20 + "```py\nx = 1\n\n\n```\n\n") * 6
+    counter = get_counter()
+    for near in (len(text) // 2, int(len(text) * 0.8), len(text) - 900):
+        cut = _encoding_cut(text, near)
+        assert cut
+        head, tail = counter.token_ends(text[:cut]), counter.token_ends(text[cut:])
+        assert list(head) + [int(x) + int(head[-1]) for x in tail] == list(counter.token_ends(text))
+    clear_caches()
+    for opts in (ChunkOptions(unit="tokens", chunk_size=64, overlap=16), ChunkOptions(unit="chars", chunk_size=300)):
+        chunks = chunk_text(text, opts)
+        check_invariants(text, chunks, opts)
+        assert "".join(c.real_content() for c in chunks) == text
+
+
+def test_without_numpy_the_counts_are_the_same(monkeypatch):
+    from ctxfst_tui.core import chunker as chunker_mod
+    from ctxfst_tui.core import tokens as tokens_mod
+
+    text = (SAMPLE_DOCS / "plain-note.md").read_text(encoding="utf-8") * 2 + HEADINGS
+    opts = ChunkOptions(unit="tokens", chunk_size=64, overlap=16)
+    clear_caches()
+    expected = [c.to_json() for c in chunk_text(text, opts)]
+    monkeypatch.setattr(tokens_mod, "_np", None)
+    monkeypatch.setattr(chunker_mod, "_np", None)
+    clear_caches()
+    assert [c.to_json() for c in chunk_text(text, opts)] == expected
+
+
+def test_parse_shortcuts_keep_mistune_extents():
+    doc = (
+        "Para one\nstill para\n- item\n  lazy\ncontinued\n\n"
+        "[ref]: https://example.com\n  'title'\n[r2]: <x> \"t\" junk\n\n"
+        "Setext\n> quoted\n---\n\n"
+        "1. one\n2) other\n\n   ```\n   code\n   ```\n\n"
+        "text\u00a0\n\n    indented code\n\n<div>\nhtml\n\n"
+        "* a\n* b\n\n***\n\n# H\n"
+    )
+    blocks = parse_blocks(doc)
+    assert "".join(doc[b.start : b.end] for b in blocks) == doc
+    assert all(a.end == b.start for a, b in zip(blocks, blocks[1:]))
+    import mistune
+    from mistune.block_parser import BlockParser
+    from mistune.core import BlockState
+
+    state = BlockState()
+    state.process(doc)
+    BlockParser().parse(state)
+    expected = [t["type"] for t in state.tokens if t["type"] not in ("blank_line",)]
+    kinds = {"heading": "heading", "paragraph": "paragraph", "block_code": "code", "block_quote": "quote",
+             "list": "list", "block_html": "html", "thematic_break": "rule"}
+    assert [b.kind for b in blocks if b.kind != "table"] == [kinds[t] for t in expected]
+    assert mistune.__version__

@@ -141,3 +141,22 @@ def test_chunks_rebuild_the_source_and_keep_the_budget(text, opts):
     clear_caches()
     again = chunk_text(text, opts, source="gen")
     assert [c.to_json() for c in again] == [c.to_json() for c in chunks]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(document(), options(), st.integers(32, 200), st.integers(0, 40))
+def test_rechunking_with_another_budget_equals_chunking_cold(text, opts, size, overlap):
+    """What is kept between chunkings of one text (counts, headers, sentence starts, built chunks)
+    never changes the chunks: re-chunking with another budget gives what a cold chunking gives."""
+    from ctxfst_tui.core.chunker import Chunker
+
+    clear_caches()
+    chunker = Chunker(opts)
+    chunker.chunk(text, "gen")
+    other = chunker.with_options(chunk_size=size, overlap=min(overlap, size // 2))
+    warm = [c.to_json() for c in other.chunk(text, "gen")]
+    clear_caches()
+    cold = [c.to_json() for c in Chunker(other.options).chunk(text, "gen")]
+    assert warm == cold
+    for c in other.chunk(text, "gen"):
+        assert c.tokens == len(ENC.encode_ordinary(c.text))

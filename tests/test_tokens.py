@@ -119,3 +119,36 @@ def test_count_segments_matches_encoding_each_segment():
 
 def test_shared_counter_per_encoding():
     assert get_counter("cl100k_base") is get_counter("gpt-4")
+
+
+def test_token_ends_are_utf8_offsets_of_the_plain_encoding():
+    from itertools import accumulate
+
+    counter = TokenCounter()
+    enc = counter.encoding
+    for text in ("hello world", "naïve café — 👩‍💻\n\n  x", "<|endoftext|> plain", "a\n\n\n  \n b", ""):
+        ends = counter.token_ends(text)
+        tokens = enc.encode_ordinary(text)
+        assert len(ends) == len(tokens)
+        if tokens:
+            assert int(ends[-1]) == len(text.encode("utf-8"))
+            assert [int(x) for x in ends] == list(accumulate(len(enc.decode_single_token_bytes(t)) for t in tokens))
+
+
+def test_count_lines_is_exact_for_any_texts():
+    counter = TokenCounter()
+    enc = counter.encoding
+    texts = [
+        "# Guide > ## Install\n\n",
+        "## What's new?\n\n",  # punctuation joins the line breaks
+        "   leading spaces\n\n",  # a joint that is not a pre-token boundary: counted apart
+        "no line break at the end",
+        "\n\nstarts with line breaks\n",
+        "<|endoftext|> as text\n\n",
+        "naïve 日本語 👍\n\n",
+        "x\n",
+        "",
+        "last\n\n",
+    ]
+    assert counter.count_lines(texts) == [len(enc.encode_ordinary(t)) for t in texts]
+    assert counter.count_lines(texts[:1]) == [len(enc.encode_ordinary(texts[0]))]

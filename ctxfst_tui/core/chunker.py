@@ -16,26 +16,37 @@ plain-text / PDF segmentation in ``plaintext``), then the blocks are packed into
   minus its overlap prefix and its synthetic lines is the source between ``start`` and ``end``
   (after the optional stripping of HTML comments and data URIs).
 
-Speed: each line of the document is encoded once, all lines in one native call (exact: BPE
-pre-tokens never cross a line start), block counts are sums of line counts, and a chunk is never
-re-encoded while it grows. The parse and the counts of a document are kept per text, so
-re-chunking it with another budget costs a small fraction of the first run.
+Speed: the document is encoded once, with plain ``encode_ordinary`` semantics, while mistune
+parses it in a worker thread (the tokenizer releases the GIL; the worker, done first, also
+encodes the end of the text). Every count is then read off that one encoding — the tokens that
+end between two UTF-8 offsets — wherever both ends are certainly BPE pre-token boundaries (a line
+start not before a blank line, the place between a word and the spaces after it) and token
+boundaries of the encoding; anything else (stripped blocks, odd white space) is encoded on its
+own, so every count is exact. Headers are composed from their headings' counts. A chunk is never
+re-encoded while it grows. What does not depend on the budget is kept per text (blocks, counts,
+headers, a block's units, sentence starts and counts of overlap windows, and the chunks of the
+last chunking, reused when a new budget gives the same chunk), so re-chunking with another budget
+costs a small fraction of the first run.
 """
 from __future__ import annotations
 
 import bisect
+import gc
 import hashlib
 import os
 import re
 import threading
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from itertools import accumulate
+from itertools import accumulate, repeat
 from typing import Any
 
 from .markdown import FENCE_OPEN, Block, OffsetMap, normalize_newlines, parse_normalized
 from .plaintext import clean_pdf_text, detect_mode, parse_text_blocks
+from .tokens import _np  # numpy, or None
 from .tokens import DEFAULT_ENCODING, TokenCounter, get_counter
 
 __all__ = [
@@ -259,6 +270,9 @@ def compose_text(header: str, context: str, content: str, embed: str = "full", p
 # -- normalisation of block text --------------------------------------------------------------------
 
 _SEG = re.compile(r"[^\n]*\n(?:[ \t\v\f]*\n)*|[^\n]+")  # a line and the blank lines after it
+# A blank line at an offset: a line start there is not a place where counts can be split (BPE
+# pre-tokenisation keeps a run of line breaks together).
+_BLANK_AT = re.compile(r"[^\S\n]*\n").match
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
 _DATA_URI = re.compile(
@@ -271,15 +285,17 @@ def _strip_block(text: str, kind: str, comments: bool, data_uri: bool, tags: boo
     """Edits (start, end, replacement) on a block's text for the enabled stripping options."""
     edits: list[tuple[int, int, str]] = []
     in_code = kind == "code"
+    found_comments = list(_COMMENT.finditer(text)) if comments and not in_code and "<!--" in text else ()
+    found_tags = list(_INLINE_TAG.finditer(text)) if tags and not in_code and "<" in text else ()
     protected: list[tuple[int, int]] = []
-    if not in_code and ((comments and "<!--" in text) or (tags and "<" in text)) and "`" in text:
+    if (found_comments or found_tags) and "`" in text:  # (code spans keep their comments and tags)
         protected = [m.span() for m in _CODE_SPAN.finditer(text)]
 
     def free(a: int) -> bool:
         return not any(x <= a < y for x, y in protected)
 
-    if comments and not in_code and "<!--" in text:
-        for m in _COMMENT.finditer(text):
+    if found_comments:
+        for m in found_comments:
             if free(m.start()):
                 a, b = m.span()
                 # a comment alone on its line(s) takes its line break with it
@@ -290,8 +306,8 @@ def _strip_block(text: str, kind: str, comments: bool, data_uri: bool, tags: boo
                 elif a and text[a - 1] == " " and text[b : b + 1] in (" ", "\n", ""):
                     a -= 1  # "word <!-- c --> word": one space is enough
                 edits.append((a, b, ""))
-    if tags and not in_code and "<" in text:
-        for m in _INLINE_TAG.finditer(text):
+    if found_tags:
+        for m in found_tags:
             if free(m.start()):
                 edits.append((m.start(), m.end(), ""))
     if data_uri and "data:" in text:
@@ -310,7 +326,9 @@ def _strip_block(text: str, kind: str, comments: bool, data_uri: bool, tags: boo
 
 # -- sentences -------------------------------------------------------------------------------------
 
-_SENT_END = re.compile(r"[.!?…]+[\"'”’)\]]*([ \t\n]+)(?=\S)|[。！？]+[」』”’)\]]*([ \t\n]*)(?=\S)")
+_SENT_END = re.compile(  # (the leading look-ahead only lets the search skip ahead)
+    r"(?=[.!?…。！？])(?:[.!?…]+[\"'”’)\]]*([ \t\n]+)(?=\S)|[。！？]+[」』”’)\]]*([ \t\n]*)(?=\S))"
+)
 _ABBREV = frozenset(
     "e.g i.e etc vs cf mr mrs ms dr prof sr jr st no fig eq approx dept est inc ltd co al p pp vol ed".split()
 )
@@ -327,7 +345,13 @@ def _sentence_starts(text: str) -> list[int]:
     for m in _SENT_END.finditer(text):
         a = m.start()
         if text[a] == ".":
-            ws = max(text.rfind(" ", 0, a), text.rfind("\n", 0, a), text.rfind("(", 0, a))
+            ws = text.rfind(" ", 0, a)  # the last of " ", "\n", "(" before the full stop
+            x = text.rfind("\n", ws + 1, a)
+            if x > ws:
+                ws = x
+            x = text.rfind("(", ws + 1, a)
+            if x > ws:
+                ws = x
             word = text[ws + 1 : a].lower()
             if word in _ABBREV or (len(word) == 1 and word.isalpha()) or (word[-2:-1] == "." and len(word) <= 4):
                 continue
@@ -371,14 +395,18 @@ def _line_starts(text: str) -> list[int]:
     return [m.start() for m in _SEG.finditer(text) if m.start()]
 
 
-_PARA_START = re.compile(r"(?<=\n)[ \t]*\n(?=[ \t]*\S)|(?<=\n)(?=[ \t]*(?:[*+-]|\d{1,9}[.)])[ \t])")
+# After a line break: a blank line before a line with text (the paragraph starts after it), or
+# a list item. (A line break first lets the search skip ahead; same matches as
+# ``(?<=\n)[ \t]*\n(?=[ \t]*\S)|(?<=\n)(?=[ \t]*(?:[*+-]|\d{1,9}[.)])[ \t])``.)
+_PARA_START = re.compile(r"\n(?:(?=([ \t]*\n)[ \t]*\S)|(?=[ \t]*(?:[*+-]|\d{1,9}[.)])[ \t]))")
 
 
 def _paragraph_starts(text: str) -> list[int]:
     """Starts of paragraphs (after a blank line) and of list items inside ``text``."""
     out = []
     for m in _PARA_START.finditer(text):
-        out.append(m.end())
+        blank = m.group(1)
+        out.append(m.end() + len(blank) if blank is not None else m.end())
     return out
 
 
@@ -390,8 +418,10 @@ def _item_starts(text: str) -> list[int]:
     if not m:
         return []
     indent = m.group(1)
-    pat = re.compile(r"(?<=\n)" + re.escape(indent) + r"(?:[*+-]|\d{1,9}[.)])(?:[ \t]|$)", re.M)
-    return [x.start() for x in pat.finditer(text)]
+    # (a line break first lets the search skip ahead; the same starts as
+    # ``(?<=\n)INDENT(?:[*+-]|\d{1,9}[.)])(?:[ \t]|$)``)
+    pat = re.compile(r"\n(?=" + re.escape(indent) + r"(?:[*+-]|\d{1,9}[.)])(?:[ \t]|$))", re.M)
+    return [x.end() for x in pat.finditer(text)]
 
 
 def _cuts(text: str, level: str) -> list[int]:
@@ -419,6 +449,25 @@ _LEVELS = {
 
 _PROSE_OR_TEXT = _PROSE | {"text"}
 _PARALLEL_MIN = 1024  # chars: from this size, parsing runs beside the (GIL-free) token encoding
+_SENTENCE_CACHE_MAX = 100_000  # entries kept per document (sentence starts of overlap windows)
+
+
+def _encoding_cut(text: str, near: int) -> int:
+    """A line start at or after ``near`` before a character that is not white space (a pre-token
+    boundary), or 0."""
+    n = len(text)
+    pos = near
+    for _ in range(64):
+        nl = text.find("\n", pos, n - 1)
+        if nl == -1:
+            return 0
+        c = text[nl + 1]
+        if not c.isspace():
+            return nl + 1
+        pos = nl + 1
+    return 0
+
+
 _executor = None
 _executor_pid = 0
 _executor_lock = threading.Lock()
@@ -443,7 +492,7 @@ class _Blk:
 
     __slots__ = (
         "kind", "start", "end", "text", "chars", "toks", "path", "titles", "section", "sstart", "hard",
-        "heading", "fence", "bmap", "seg", "bi", "pz", "cost", "midline", "prose",
+        "heading", "fence", "bmap", "seg", "bi", "pz", "cost", "midline", "prose", "blank", "bpos", "bend",
     )
     # piece attributes that are the same for every whole block
     pa = 0
@@ -451,14 +500,14 @@ class _Blk:
     synth: tuple = ()
     over = False
 
-    def __init__(self, kind, start, end, text, path, titles, section, sstart, hard, heading, fence, bmap, bi):
+    def __init__(self, kind, start, end, text, path, titles, section, sstart, hard, heading, fence, bmap, bi,
+                 bpos, bend, seg):
         self.kind = kind
         self.start = start  # offsets in the normalised text
         self.end = end
         self.text = text  # the block's text after stripping
-        self.chars = self.pz = len(text)
+        self.chars = self.pz = self.cost = len(text)  # cost: in the budget's unit (tokens once counted)
         self.toks = 0
-        self.cost = 0  # in the budget's unit (set once the document is counted)
         self.path = path
         self.titles = titles  # (level, title) along the path
         self.section = section
@@ -467,10 +516,13 @@ class _Blk:
         self.heading = heading
         self.fence = fence
         self.bmap = bmap  # stripped text -> the block's slice of the normalised text
-        self.seg = None  # its range of counted document lines, when unmodified
+        self.seg = seg  # counted from the document's encoding (its ends are pre-token boundaries)
+        self.bpos = bpos  # UTF-8 offsets of its start and end in the normalised text
+        self.bend = bend
         self.bi = bi
         self.midline = bmap is not None and text[:1].isspace()  # may merge with the blank lines before
-        self.prose = kind in _PROSE_OR_TEXT and bool(text.strip())
+        self.blank = blank = text.isspace() or not text
+        self.prose = kind in _PROSE_OR_TEXT and not blank
 
     def norm_at(self, local: int, end: bool = False) -> int:
         """Offset in the normalised text of an offset in this block's (stripped) text."""
@@ -481,8 +533,9 @@ class _Doc:
     """A parsed, normalised, counted document; shared by every budget."""
 
     __slots__ = (
-        "mode", "norm", "omap", "blocks", "page_starts", "seg_starts", "seg_prefix", "tokens", "header_toks",
-        "headers_primed", "crumbs", "unit_cache", "fence_cache",
+        "mode", "norm", "omap", "blocks", "page_starts", "ends", "ascii", "tokens", "header_toks",
+        "crumbs", "unit_cache", "fence_cache", "marks", "sentence_cache", "build_cache", "costs", "any_midline",
+        "seg_blocks", "seg_bytes",
     )
 
     def __init__(self, text: str, mode: str, opts: ChunkOptions, counter: TokenCounter | None):
@@ -491,14 +544,18 @@ class _Doc:
             mode = detect_mode(norm)
         self.mode = mode
         self.page_starts: list[int] | None = None
-        self.seg_starts: list[int] | None = None
-        self.seg_prefix: list[int] | None = None
+        self.ends = None  # byte offsets where the document's tokens end (numpy), when counted
         self.tokens = opts.unit == "tokens"
         self.header_toks: dict[str, int] = {}  # header text -> tokens of header + "\n\n"
-        self.headers_primed = False
-        self.crumbs: dict[tuple[tuple[str, ...], bool], tuple[list[str], str]] = {}
-        self.unit_cache: dict[tuple, tuple] = {}  # (block, start, end, level) -> (spans, costs, tokens)
+        # heading_path -> heading path -> (path shown, breadcrumb)
+        self.crumbs: dict[bool, dict[tuple[str, ...], tuple]] = {True: {}, False: {}}
+        self.unit_cache: dict[tuple, tuple] = {}  # (block, start, end, level) -> (spans, costs, tokens, ...)
         self.fence_cache: dict[int, list[tuple[int, int]]] = {}
+        self.sentence_cache: dict[tuple[int, int, int, int], list] = {}  # piece, window -> [starts, counts]
+        self.build_cache: dict[tuple, tuple] = {}  # what the chunks of the last chunking hold, by their pieces
+        self.costs: list[int] | None = None  # of the blocks, in the budget's unit
+        self.any_midline = False
+        self.marks: dict[tuple, object] = {}  # what was done once for the document (headers counted...)
         omap = nl_map
         if mode == "pdf":
             pdf = clean_pdf_text(norm)
@@ -509,26 +566,81 @@ class _Doc:
                 omap = pdf.offset_map
             norm = pdf.text
         self.norm = norm
+        self.ascii = norm.isascii()
         self.omap = omap
         if counter is None:
             self.blocks = self._prepare(self._parse(norm), opts)
-            for b in self.blocks:
-                b.cost = b.chars
             return
         if mode == "markdown" and len(norm) >= _PARALLEL_MIN:
-            # mistune (Python) in a worker while this thread runs the tokenizer, which releases the GIL
+            # mistune (Python) in a worker while this thread runs the tokenizer, which releases the
+            # GIL; the worker then encodes the end of the text, the share that makes both threads
+            # end together (parsing costs about 1.1 us a line + 23 ns a char, encoding about 75 ns
+            # a char). A line start before a character that is not white space is a pre-token
+            # boundary: the tokens of the two parts are the tokens of the whole.
+            parse_vs_encode = 14.7 * norm.count("\n") / len(norm) + 0.31
+            main_share = 0.5 + parse_vs_encode / 2
+            cut = _encoding_cut(norm, int(len(norm) * main_share)) if main_share < 0.97 else 0
             try:
-                future = _parse_pool().submit(lambda: self._prepare(self._parse(norm), opts))
+                future = _parse_pool().submit(self._analyse, norm, opts, counter, norm[cut:] if cut else None)
             except RuntimeError:  # interpreter shutting down
                 future = None
-            segs = _SEG.findall(norm)
-            seg_counts = counter.count_segments(segs, norm)
-            self.blocks = future.result() if future is not None else self._prepare(self._parse(norm), opts)
+            if future is None:
+                self._analyse(norm, opts, counter)
+                ends = counter.token_ends(norm)
+            elif cut:
+                ends = counter.token_ends(norm[:cut])
+                rest = future.result()
+                if ends is not None and rest is not None and len(ends) and len(rest):
+                    ends = _np.concatenate((ends, rest + ends[-1]))
+                else:
+                    ends = counter.token_ends(norm)
+            else:
+                ends = counter.token_ends(norm)
+                future.result()
         else:
-            self.blocks = self._prepare(self._parse(norm), opts)
-            segs = _SEG.findall(norm)
-            seg_counts = counter.count_segments(segs, norm)
-        self._count(counter, segs, seg_counts)
+            self._analyse(norm, opts, counter)
+            ends = counter.token_ends(norm)
+        self._count(counter, ends)
+
+    def _analyse(self, norm: str, opts: ChunkOptions, counter: TokenCounter | None, rest: str | None = None):
+        """Everything that does not need the document's tokens (blocks, paths); then the token ends
+        of ``rest`` (the end of the text), when given."""
+        self.blocks = self._prepare(self._parse(norm), opts)
+        if rest is not None and counter is not None:
+            return counter.token_ends(rest)
+        return None
+
+    def prime_headers(self, counter: TokenCounter, heading_path: bool) -> None:
+        """Count the header of every heading path of the document (once per text and
+        ``heading_path``): the full path, or the nearest heading. (The nearest heading as a fallback
+        for a full path too long for the budget is counted when it is needed.)
+
+        A header is Markdown heading markers joined by `` > ``; pre-tokenisation cuts before each
+        `` > `` and the next marker, so its count is the sum of its markers' counts (read off the
+        document's own encoding for headings written as their marker) plus a constant per joint.
+        Headers that cannot be composed so are encoded, all in one batch.
+        """
+        key = ("headers", heading_path)
+        if key in self.marks:
+            return
+        self.marks[key] = True
+        known = self.header_toks
+        need: dict[str, tuple[str, ...]] = {}
+        heads = [b for b in self.blocks if b.heading]  # (a path starts at a heading)
+        for b in heads:
+            path = b.path
+            if heading_path and len(path) > 1:
+                h = " > ".join(path)
+            else:
+                h = path[-1]
+                path = path[-1:]
+            if h not in known and h not in need:
+                need[h] = path
+        if not need:
+            return
+        direct = compose_headers(counter, need, known, heads)
+        if direct:
+            known.update(zip(direct, counter.count_lines([h + "\n\n" for h in direct])))
 
     def _parse(self, norm: str) -> list[Block]:
         if self.mode == "markdown":
@@ -538,7 +650,7 @@ class _Doc:
     def _prepare(self, raw: list[Block], opts: ChunkOptions) -> list[_Blk]:
         norm = self.norm
         out: list[_Blk] = []
-        stack: list[tuple[int, str, str]] = []  # (level, marker, title)
+        stack: list[tuple[int, str, tuple[int, str]]] = []  # (level, marker, (level, title))
         path: tuple[str, ...] = ()
         titles: tuple[tuple[int, str], ...] = ()
         section = 0
@@ -546,6 +658,13 @@ class _Doc:
         markdown = self.mode == "markdown"
         strip_c = opts.strip_html_comments and markdown
         strip_d = opts.strip_data_uri
+        blank_at = _BLANK_AT
+        n = len(norm)
+        last_end, last_ok = -1, False
+        ascii_text = self.ascii
+        bend = bpos_at = 0
+        self.seg_blocks = seg_blocks = []  # the blocks whose counts can be read off the encoding,
+        self.seg_bytes = seg_bytes = []  # and the UTF-8 offsets of their ends
         for b in raw:
             kind = b.kind
             if kind in _EXCLUDED:
@@ -557,11 +676,22 @@ class _Doc:
             if heading:
                 while stack and stack[-1][0] >= b.level:
                     stack.pop()
-                stack.append((b.level, b.marker or b.title, b.title))
-                path = tuple(x[1] for x in stack)
-                titles = tuple((x[0], x[2]) for x in stack)
+                stack.append((b.level, b.marker or b.title, (b.level, b.title)))
+                path = tuple([x[1] for x in stack])
+                titles = tuple([x[2] for x in stack])
                 section += 1
-            text = norm[b.start : b.end]
+            start, end = b.start, b.end
+            text = norm[start:end]
+            if ascii_text:
+                bpos, bend = start, end
+            else:  # UTF-8 offsets, for reading counts off the document's encoding
+                if start != bpos_at:
+                    gap = norm[bpos_at:start] if start > bpos_at else norm[start:bpos_at]
+                    d = len(gap) if gap.isascii() else len(gap.encode("utf-8"))
+                    bend += d if start > bpos_at else -d
+                bpos = bend
+                bend = bpos + (len(text) if text.isascii() else len(text.encode("utf-8")))
+                bpos_at = end
             bmap = None
             if (strip_d and "data:" in text) or (markdown and kind != "code" and "<" in text):
                 edits = _strip_block(text, kind, strip_c, strip_d, markdown)
@@ -572,52 +702,275 @@ class _Doc:
                         stripped = ""
                     bmap = OffsetMap(edits)
                     text = stripped
-            out.append(
-                _Blk(kind, b.start, b.end, text, path, titles, section, heading or hard_next, hard_next, heading,
-                     b.fence, bmap, len(out))
-            )
+            seg = None
+            if bmap is None:  # can its count be read off the document's encoding? (its ends are line
+                # starts, not before a blank line: pre-token boundaries)
+                if start == last_end:
+                    ok = last_ok
+                else:
+                    ok = start == 0 or (norm[start - 1] == "\n" and not blank_at(norm, start))
+                last_ok = end == n or (norm[end - 1] == "\n" and not blank_at(norm, end))
+                last_end = end
+                if ok and last_ok:
+                    seg = True
+            blk = _Blk(kind, start, end, text, path, titles, section, heading or hard_next, hard_next, heading,
+                       b.fence, bmap, len(out), bpos, bend, seg)
+            if blk.midline:
+                self.any_midline = True
+            if seg:
+                seg_blocks.append(blk)
+                seg_bytes.append(bpos)
+                seg_bytes.append(bend)
+            out.append(blk)
             hard_next = False
         return out
 
-    def _count(self, counter: TokenCounter, segs: list[str], seg_counts: list[int]) -> None:
-        """Block counts as sums of line counts; stripped blocks are counted on their own text."""
-        starts = list(accumulate(map(len, segs), initial=0))
-        prefix = list(accumulate(seg_counts, initial=0))
-        n = len(starts)
-        own: list[_Blk] = []
-        left = bisect.bisect_left
-        for b in self.blocks:
-            if b.bmap is None:
-                i = left(starts, b.start)
-                j = left(starts, b.end, i)
-                if j < n and starts[i] == b.start and starts[j] == b.end:
-                    b.seg = (i, j)
-                    b.toks = prefix[j] - prefix[i]
-                    continue
-            own.append(b)
+    def _count(self, counter: TokenCounter, ends) -> None:
+        """Block counts from the one encoding of the document; stripped blocks and blocks whose
+        ends are not pre-token boundaries are counted on their own text."""
+        blocks = self.blocks
+        tokens = self.tokens
+        self.ends = ends
+        if ends is None or not blocks:  # no numpy: every block on its own, in one batch
+            for b, c in zip(blocks, counter.count_many([b.text for b in blocks]) if blocks else []):
+                b.toks = c
+                if tokens:
+                    b.cost = c
+            return
+        if len(ends) and ends[-1] < 2**31:  # half the memory, for the documents kept
+            ends = self.ends = ends.astype(_np.int32)
+        cand = self.seg_blocks
+        at = _np.array(self.seg_bytes, dtype=ends.dtype)
+        idx = _np.searchsorted(ends, at, side="right")
+        clean = (at == 0) | (ends[_np.maximum(idx, 1) - 1] == at)
+        toks = (idx[1::2] - idx[0::2]).tolist()
+        own = None
+        if clean.all():
+            if tokens:
+                for b, t in zip(cand, toks):
+                    b.toks = b.cost = t
+            else:
+                for b, t in zip(cand, toks):
+                    b.toks = t
+        else:
+            for b, t, ok in zip(cand, toks, (clean[0::2] & clean[1::2]).tolist()):
+                if ok:
+                    b.toks = t
+                    if tokens:
+                        b.cost = t
+                else:
+                    b.seg = None
+            own = [b for b in blocks if not b.seg]
+        self.seg_blocks = self.seg_bytes = None
+        if own is None and len(cand) < len(blocks):
+            own = [b for b in blocks if not b.seg]
         if own:
             for b, c in zip(own, counter.count_many([b.text for b in own])):
                 b.toks = c
-        tokens = self.tokens
-        for b in self.blocks:
-            b.cost = b.toks if tokens else b.chars
-        counter.remember({b.text: b.toks for b in self.blocks if b.seg is not None})
-        self.seg_starts = starts
-        self.seg_prefix = prefix
+                if tokens:
+                    b.cost = c
 
-    def span_tokens(self, a: int, b: int) -> int | None:
-        """Exact tokens of norm[a:b] when both ends are counted line starts, else None."""
-        starts = self.seg_starts
-        if starts is None:
-            return None
-        i = bisect.bisect_left(starts, a)
-        j = bisect.bisect_left(starts, b, i)
-        if j >= len(starts) or starts[i] != a or starts[j] != b:
-            return None
-        return self.seg_prefix[j] - self.seg_prefix[i]
+    def span_tokens(self, spans: list[tuple[int, int]], bi: int = 0) -> list[int | None]:
+        """Exact tokens of norm[a:b] for ascending spans in block ``bi``; None where not certain
+        (see ``cut_tokens``)."""
+        if self.ends is None or not spans:
+            return [None] * len(spans)
+        if all(spans[i][1] == spans[i + 1][0] for i in range(len(spans) - 1)):
+            return self.cut_tokens([(bi, [a for a, _ in spans] + [spans[-1][1]])])[0]
+        points = sorted({x for sp in spans for x in sp})
+        got = self.cut_tokens([(bi, points)])[0]
+        prefix = {points[0]: 0}
+        run = 0
+        for p, c in zip(points[1:], got):
+            run = None if run is None or c is None else run + c
+            prefix[p] = run
+        out: list[int | None] = []
+        for a, z in spans:
+            ca, cz = prefix[a], prefix[z]
+            out.append(cz - ca if ca is not None and cz is not None else None)
+        return out
+
+    def cut_tokens(self, groups: list[tuple[int, list[int]]]) -> list[list[int | None]]:
+        """For groups of ascending offsets of the normalised text, each inside block ``bi`` (counted
+        from the document's encoding): the exact tokens between
+        consecutive offsets, read off the document's encoding, or None where an offset is not
+        certainly a pre-token boundary. Certain: a line start not before a blank line (a run of line
+        breaks is one pre-token), the place between a word (or a full stop) and the spaces after it
+        (pre-tokens never take the space after them), the ends of the text; and a token ends there."""
+        if self.ends is None:
+            return [[None] * max(0, len(pts) - 1) for _, pts in groups]
+        norm = self.norm
+        n = len(norm)
+        ends = self.ends
+        if self.ascii:
+            at = _np.fromiter([p for _, pts in groups for p in pts], dtype=ends.dtype)
+        else:  # UTF-8 offsets, from each group's block
+            parts = []
+            blocks = self.blocks
+            for bi, pts in groups:
+                b = blocks[bi]
+                local = _np.fromiter(pts, dtype=_np.int64, count=len(pts)) - b.start
+                text = b.text
+                if text.isascii():
+                    parts.append(local + b.bpos)
+                else:  # where each char starts in the UTF-8 bytes (not a continuation byte)
+                    raw = _np.frombuffer(text.encode("utf-8"), dtype=_np.uint8)
+                    char_at = _np.append(_np.flatnonzero((raw & 0xC0) != 0x80), len(raw))
+                    parts.append(char_at[local] + b.bpos)
+            at = _np.concatenate(parts).astype(ends.dtype) if parts else _np.zeros(0, dtype=ends.dtype)
+        idx = _np.searchsorted(ends, at, side="right")
+        clean = ((at == 0) | (ends[_np.maximum(idx, 1) - 1] == at)).tolist()
+        cum = idx.tolist()
+        blank_at = _BLANK_AT
+        out: list[list[int | None]] = []
+        k = 0
+        for _, pts in groups:
+            # the exact count at each offset, or None
+            at_p: list[int | None] = []
+            for p, c, ok in zip(pts, cum[k : k + len(pts)], clean[k : k + len(pts)]):
+                if ok and 0 < p < n:
+                    before, ch = norm[p - 1], norm[p]
+                    if before == "\n":  # a line start, not before a blank line
+                        ok = not ch.isspace() or not blank_at(norm, p)
+                    else:  # before the spaces after a word
+                        ok = (ch == " " or ch == "\t") and not before.isspace()
+                at_p.append(c if ok else None)
+            k += len(pts)
+            out.append([
+                z - a if a is not None and z is not None else None for a, z in zip(at_p, at_p[1:])
+            ])
+        return out
 
     def to_source(self, n: int, end: bool = False) -> int:
         return n if self.omap is None else self.omap.to_source(n, end)
+
+
+# -- headers -----------------------------------------------------------------------------------------
+
+_JOINTS: dict[str, tuple[int, int, dict[int, int]]] = {}
+_ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _joint_counts(counter: TokenCounter) -> tuple[int, int, dict[int, int]]:
+    """(tokens of " >", tokens of a line-break pair, extra tokens of " ###" over "###" per level)."""
+    got = _JOINTS.get(counter.encoding_name)
+    if got is None:
+        enc = counter.encoding
+
+        def t(x: str) -> int:
+            return len(enc.encode_ordinary(x))
+
+        got = _JOINTS[counter.encoding_name] = (
+            t(" >"), t("\n\n"), {lv: t(" " + "#" * lv) - t("#" * lv) for lv in range(1, 7)}
+        )
+    return got
+
+
+def _marker_level(m: str) -> int:
+    """The level of a Markdown heading marker ``## Title`` (a title that does not start or end with
+    white space), else 0: the markers whose counts compose into a header's count."""
+    lv = len(m) - len(m.lstrip("#"))
+    if 1 <= lv <= 6 and len(m) > lv + 1 and m[lv] == " " and not m[lv + 1].isspace() and not m[-1].isspace():
+        return lv
+    return 0
+
+
+def _letter_or_digit(c: str) -> bool:
+    return c.isalnum() if c.isascii() else unicodedata.category(c)[0] in "LN"
+
+
+def _last_pretoken(m: str) -> str | None:
+    """The part of a marker that a following line break joins in pre-tokenisation: "" when it
+    ends with a letter or digit (the line breaks are a pre-token of their own), `` }`` when it
+    ends with ASCII punctuation (`` ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*``); None when not sure."""
+    if not m:
+        return None
+    i = len(m)
+    while i and m[i - 1] in _ASCII_PUNCT:
+        i -= 1
+    if i == len(m):
+        return "" if _letter_or_digit(m[-1]) else None
+    if i == 0:
+        return None
+    c = m[i - 1]
+    if c == " ":
+        return m[i - 1 :]
+    if c in "\t" or _letter_or_digit(c):
+        return m[i:]
+    return None
+
+
+def compose_headers(counter: TokenCounter, need: Mapping[str, tuple[str, ...]], known: dict[str, int],
+                    blocks: list) -> list[str]:  # blocks: the document's headings
+    """Counts of ``header + "\n\n"`` for headers that are Markdown markers joined by `` > ``,
+    composed from the markers' counts, into ``known``; returns the headers left to encode.
+
+    Pre-tokenisation cuts before `` > `` (a marker ends with a character that is not white space)
+    and between `` >`` and the next marker's `` ###``, so: tokens(header + "\n\n") = the sum of
+    tokens(marker) + per joint (tokens(" >") + tokens(" ###") - tokens("###")) + what the final
+    line breaks add to the marker's last pre-token. A marker's count is read off the document's
+    encoding when its heading is written as the marker followed by line breaks: the heading block's
+    count minus what the line breaks add to its last pre-token (`` }`` + "\n\n" vs `` }``).
+    """
+    gt, _, delta = _joint_counts(counter)
+    info: dict[str, tuple[int, str | None]] = {}  # marker -> (level, last pre-token) for composable ones
+    bad: set[str] = set()
+    direct = []
+    composed = []
+    for h, path in need.items():
+        ok = True
+        for m in path:
+            if m not in info and m not in bad:
+                lv = _marker_level(m)
+                tail = _last_pretoken(m) if lv else None
+                if lv and tail is not None:
+                    info[m] = (lv, tail)
+                elif lv:
+                    info[m] = (lv, None)  # fine inside a path, not at its end
+                else:
+                    bad.add(m)
+            if m in bad:
+                ok = False
+        if ok and info[path[-1]][1] is not None:
+            composed.append((h, path))
+        else:
+            direct.append(h)
+    if not composed:
+        return direct
+    small: dict[str, None] = {}  # short texts whose counts are needed: last pre-tokens, with line breaks
+    for _, tail in info.values():
+        if tail is not None:
+            small[tail] = None
+            small[tail + "\n\n"] = None
+    from_doc = []
+    for b in blocks:  # (the heading blocks)
+        if b.seg:
+            m = b.path[-1]
+            got = info.get(m)
+            if got is not None and got[1] is not None:
+                text = b.text
+                j = len(text) - len(m)
+                if j >= 0 and text.startswith(m) and text.count("\n", len(m)) == j:
+                    tail_nl = got[1] + "\n" * j
+                    small[tail_nl] = None
+                    from_doc.append((m, b.toks, got[1], tail_nl))
+    small.pop("", None)
+    texts = list(small)
+    sc = dict(zip(texts, counter.count_many(texts)))
+    sc[""] = 0
+    toks_of: dict[str, int] = {}
+    for m, toks, tail, tail_nl in from_doc:
+        toks_of[m] = toks - sc[tail_nl] + sc[tail]
+    rest = [m for m in info if m not in toks_of]
+    if rest:
+        toks_of.update(zip(rest, counter.count_many(rest)))
+    for h, path in composed:
+        total = toks_of[path[0]]
+        for m in path[1:]:
+            total += toks_of[m] + gt + delta[info[m][0]]
+        tail = info[path[-1]][1]
+        known[h] = total + sc[tail + "\n\n"] - sc[tail]
+    return direct
 
 
 # -- pieces: blocks, or the parts of a block split at its joints ----------------------------------
@@ -643,6 +996,7 @@ class _Piece:
     section: int
     path: tuple[str, ...]
     prose: bool  # overlap can be taken from its end
+    blank: bool  # white space only
 
 
 class _Run:
@@ -650,9 +1004,9 @@ class _Run:
 
     __slots__ = ("pieces", "cost", "budget", "reserved", "header")
 
-    def __init__(self, pieces: list[_Piece], budget: int, reserved: int, header: tuple):
+    def __init__(self, pieces: list[_Piece], budget: int, reserved: int, header: tuple, cost: int):
         self.pieces = pieces
-        self.cost = sum(p.cost for p in pieces)
+        self.cost = cost
         self.budget = budget  # room for the body: the size minus header and context reserve
         self.reserved = reserved  # part of that room kept for the overlap
         self.header = header  # (text, cost, tokens)
@@ -665,28 +1019,43 @@ def _group(costs: list[int], limit: int, first_limit: int, first_bias: int = 0) 
     balanced split (e.g. it holds the real opening fence the others get as synthetic text).
     """
 
+    prefix = list(accumulate(costs, initial=0))
+    count = len(costs)
+    right = bisect.bisect_right
+
     def greedy(lim: int, first: int) -> list[tuple[int, int]]:
+        # a group takes units while they fit (at least one): it ends before the first unit whose
+        # cost would take the running sum over the cap
         groups = []
-        gi, cur = 0, 0
-        for k, c in enumerate(costs):
-            cap = first if not groups else lim
-            if k > gi and cur + c > cap:
-                groups.append((gi, k))
-                gi, cur = k, 0
-            cur += c
-        groups.append((gi, len(costs)))
-        return groups
+        gi, cap = 0, first
+        while True:
+            j = right(prefix, prefix[gi] + cap, gi + 2)
+            if j > count:
+                groups.append((gi, count))
+                return groups
+            groups.append((gi, j - 1))
+            gi, cap = j - 1, lim
 
     g = greedy(limit, first_limit)
     if len(g) > 1:
         n = len(g)
-        soft = -(-sum(costs) // n)
+        soft = -(-prefix[-1] // n)
         for slack in (1.0, 1.05, 1.15, 1.3):
             s = min(limit, int(soft * slack) + 1)
             g2 = greedy(s, min(first_limit, max(1, s + first_bias)))
             if len(g2) <= n:
                 return g2
     return g
+
+
+def _flat_spans(spans: list[tuple[int, int]], costs: list[int], toks: list[int]) -> tuple:
+    """Spans and their costs as flat tuples of numbers, to keep (the collector stops tracking them)."""
+    return tuple([x for x, _ in spans]), tuple([y for _, y in spans]), tuple(costs), tuple(toks)
+
+
+def _unflat_spans(got: tuple) -> tuple[list[tuple[int, int]], tuple, tuple]:
+    xs, ys, costs, toks = got
+    return list(zip(xs, ys)), costs, toks
 
 
 class _Packer:
@@ -703,6 +1072,7 @@ class _Packer:
         self.header_in_text = opts.prepend_heading and opts.embed != "content"
         self._headers: dict[tuple[str, ...], tuple[str, int, int]] = {}
         self._budgets: dict[tuple[str, ...], int] = {}
+        self.any_synth = False  # a piece with synthetic lines (a reopened fence, a repeated header)
 
     # measures
     def measure_many(self, texts: list[str]) -> tuple[list[int], list[int]]:
@@ -749,72 +1119,72 @@ class _Packer:
 
     # splitting
     def pieces(self) -> list[_Piece]:
-        blocks = self.doc.blocks
+        """The blocks, each block over its room replaced by its parts. Only the blocks that may be
+        over (costlier than the smallest room a header leaves) are looked at."""
+        doc = self.doc
+        blocks = doc.blocks
         self.prime_headers(blocks)
+        costs = doc.costs
+        if costs is None:
+            costs = doc.costs = [b.cost for b in blocks]
+        smallest_room = max(1, self.size - self.opts.context_reserve - self.size // 3)
+        over = [i for i, c in enumerate(costs) if c > smallest_room]
         out: list = []
-        last_path: tuple[str, ...] | None = None
-        room = 0
-        for bi, b in enumerate(blocks):
-            if b.path is not last_path:
-                last_path = b.path
-                room = self.body_budget(last_path)
+        done = 0
+        for bi in over:
+            b = blocks[bi]
+            room = self.body_budget(b.path)
             if b.cost <= room:
-                out.append(b)
                 continue
-            if b.kind in ("heading", "rule") or ("\n" not in b.text.rstrip("\n") and b.kind not in _PROSE_OR_TEXT):
-                out.append(self.piece(bi, b, 0, b.chars, b.text, b.toks, b.cost, True, (), True))
-                continue
-            target = room
-            if b.kind in _PROSE_OR_TEXT:
-                target = max(room - self.ov, room // 2)
-            first = target
-            if bi and blocks[bi - 1].heading and blocks[bi - 1].section == b.section:
-                hcost = blocks[bi - 1].cost
-                if target - hcost >= target // 2:
-                    first = target - hcost
-            if b.kind == "code" and b.fence:
-                out.extend(self.split_fenced(bi, b, target, first))
-            elif b.kind == "table":
-                out.extend(self.split_table(bi, b, target, first))
-            else:
-                out.extend(self.split_units(bi, b, target, first))
-        return out
+            out += blocks[done:bi]
+            done = bi + 1
+            out.extend(self.split_block(bi, b, room))
+        if done:
+            out += blocks[done:]
+            return out
+        return list(blocks)
+
+    def split_block(self, bi: int, b: _Blk, room: int) -> list[_Piece]:
+        """A block over its room, split at its joints (or one atomic piece, flagged)."""
+        if b.kind in ("heading", "rule") or ("\n" not in b.text.rstrip("\n") and b.kind not in _PROSE_OR_TEXT):
+            return [self.piece(bi, b, 0, b.chars, b.text, b.toks, b.cost, True, (), True)]
+        target = room
+        if b.kind in _PROSE_OR_TEXT:
+            target = max(room - self.ov, room // 2)
+        first = target
+        blocks = self.doc.blocks
+        if bi and blocks[bi - 1].heading and blocks[bi - 1].section == b.section:
+            hcost = blocks[bi - 1].cost
+            if target - hcost >= target // 2:
+                first = target - hcost
+        if b.kind == "code" and b.fence:
+            return self.split_fenced(bi, b, target, first)
+        if b.kind == "table":
+            return self.split_table(bi, b, target, first)
+        return self.split_units(bi, b, target, first)
 
     def prime_headers(self, blocks: list[_Blk]) -> None:
-        """Count every header candidate of the document in one batch (once per document)."""
-        doc = self.doc
-        if not self.header_in_text or self.counter is None or doc.headers_primed:
-            return
-        known = doc.header_toks
-        texts: dict[str, None] = {}
-        last = None
-        for b in blocks:
-            if b.path is not last:
-                last = b.path
-                if last:
-                    if len(last) > 1:
-                        texts[" > ".join(last)] = None
-                    texts[last[-1]] = None
-        todo = [h for h in texts if h not in known]
-        if todo:
-            known.update(zip(todo, self.counter.count_many([h + "\n\n" for h in todo])))
-        doc.headers_primed = True
+        """Count every header of the document in one batch (once per document and heading_path)."""
+        if self.header_in_text and self.counter is not None:
+            self.doc.prime_headers(self.counter, self.opts.heading_path)
 
     def piece(self, bi: int, b: _Blk, pa: int, pz: int, text: str, toks: int, cost: int, first: bool,
               synth: tuple = (), over: bool = False, midline: bool = False) -> _Piece:
+        blank = not text or text.isspace()
         return _Piece(bi, pa, pz, text, len(text), toks, cost, first, synth, over, midline,
                       b.kind, b.heading and first, b.sstart and first, b.hard and first, b.section, b.path,
-                      b.kind in _PROSE_OR_TEXT and not synth and bool(text.strip()))
+                      b.kind in _PROSE_OR_TEXT and not synth and not blank, blank)
 
     def unit_costs(self, b: _Blk, spans: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
         text = b.text
         if self.counter is None:
             chars = [z - a for a, z in spans]
             return chars, [0] * len(spans)
-        toks: list[int | None] = [None] * len(spans)
         if b.seg is not None:
-            for k, (a, z) in enumerate(spans):
-                toks[k] = self.doc.span_tokens(b.start + a, b.start + z)
+            bs = b.start
+            toks = self.doc.span_tokens([(bs + a, bs + z) for a, z in spans], b.bi)
+        else:
+            toks = [None] * len(spans)
         todo = [k for k, t in enumerate(toks) if t is None]
         if todo:
             counted = self.counter.count_many([text[spans[k][0] : spans[k][1]] for k in todo])
@@ -838,10 +1208,17 @@ class _Packer:
                 cuts = [c for c in cuts if not any(x < c < y for x, y in regions)]
             bounds = [a] + cuts + [z]
             spans = [(x, y) for x, y in zip(bounds, bounds[1:]) if y > x]
-            got = self.doc.unit_cache[key] = (spans, *self.unit_costs(b, spans))
-        spans, costs, toks = got
+            costs, toks = self.unit_costs(b, spans)
+            # kept as flat tuples of numbers (the collector stops tracking them)
+            got = self.doc.unit_cache[key] = (
+                tuple([x for x, _ in spans]), tuple([y for _, y in spans]), tuple(costs), tuple(toks),
+                max(costs, default=0),
+            )
+        xs, ys, costs, toks, most = got
+        if most <= limit:  # no unit to split further
+            return list(zip(xs, ys, costs, toks, repeat(False)))
         out = []
-        for (x, y), c, t in zip(spans, costs, toks):
+        for x, y, c, t in zip(xs, ys, costs, toks):
             if c > limit:
                 out.extend(self.units(b, x, y, levels[1:], limit))
             else:
@@ -857,15 +1234,18 @@ class _Packer:
     def split_units(self, bi: int, b: _Blk, target: int, first: int) -> list[_Piece]:
         levels = _LEVELS.get(b.kind, ("sentence", "line"))
         units = self.units(b, 0, b.chars, levels, target)
-        groups = _group([u[2] for u in units], target, first, first - target)
+        costs = [u[2] for u in units]
+        groups = _group(costs, target, first, first - target)
+        cost_at = list(accumulate(costs, initial=0))
+        tok_at = list(accumulate([u[3] for u in units], initial=0))
         text = b.text
         out = []
         last = len(groups) - 1
         for k, (i, j) in enumerate(groups):
             pa = 0 if k == 0 else units[i][0]
             pz = b.chars if k == last else units[j - 1][1]
-            cost = sum(u[2] for u in units[i:j])
-            toks = sum(u[3] for u in units[i:j])
+            cost = cost_at[j] - cost_at[i]
+            toks = tok_at[j] - tok_at[i]
             over = j - i == 1 and units[i][4]
             # cuts are at line starts or where pre-tokenisation cuts: the sums are exact
             out.append(self.piece(bi, b, pa, pz, text[pa:pz], toks, cost, k == 0, (), over, b.midline and k == 0))
@@ -896,8 +1276,8 @@ class _Packer:
             cuts = [body_start + c for c in _line_starts(text[body_start:close_start])]
             bounds = [0] + [c for c in cuts if c > body_start or text[body_start:c].strip()] + [close_start]
             spans = [(x, y) for x, y in zip(bounds, bounds[1:]) if y > x]
-            got = self.doc.unit_cache[(bi, "fenced")] = (spans, *self.unit_costs(b, spans))
-        spans, costs, toks = got
+            got = self.doc.unit_cache[(bi, "fenced")] = _flat_spans(spans, *self.unit_costs(b, spans))
+        spans, costs, toks = _unflat_spans(got)
         (oc, cc, rc), (ot, ct, rt) = self.measure_many([open_line, close_line, text[close_start:]])
         limit = max(1, target - oc - max(cc, rc))
         groups = _group(costs, limit, max(1, first - max(cc, rc)), oc - (target - first))
@@ -918,6 +1298,8 @@ class _Packer:
             tk = (ot if k else 0) + sum(toks[i:j]) + (ct if k != last else rt)
             over = j - i == 1 and costs[i] > (limit + oc if k == 0 else limit)
             out.append(self.piece(bi, b, pa, pz, prefix + real + suffix, tk, cost, k == 0, tuple(synth), over))
+            if synth:
+                self.any_synth = True
         return out
 
     def split_table(self, bi: int, b: _Blk, target: int, first: int) -> list[_Piece]:
@@ -931,8 +1313,8 @@ class _Packer:
         if got is None:
             bounds = starts[1:] + [len(text)]
             spans = [(x, y) for x, y in zip(bounds, bounds[1:]) if y > x]
-            got = self.doc.unit_cache[(bi, "table")] = (spans, *self.unit_costs(b, spans))
-        spans, costs, toks = got
+            got = self.doc.unit_cache[(bi, "table")] = _flat_spans(spans, *self.unit_costs(b, spans))
+        spans, costs, toks = _unflat_spans(got)
         if not spans:
             return self.split_units(bi, b, target, first)
         (hc,), (ht,) = self.unit_costs(b, [(0, head_end)])
@@ -950,6 +1332,8 @@ class _Packer:
             tk = ht + sum(toks[i:j])
             over = j - i == 1 and costs[i] > limit
             out.append(self.piece(bi, b, pa, pz, prefix + text[pa:pz], tk, cost, k == 0, synth, over))
+            if synth:
+                self.any_synth = True
         return out
 
     # packing
@@ -959,7 +1343,7 @@ class _Packer:
         reserved = 0
         if self.ov and prev is not None and not p.sstart and prev.pieces[-1].prose and p.cost <= budget - self.ov:
             reserved = self.ov
-        return _Run([p], budget, reserved, header)
+        return _Run([p], budget, reserved, header, p.cost)
 
     def pack(self, pieces: list[_Piece]) -> list[_Run]:
         """Greedy packing: a piece joins the current chunk if it fits, unless it starts a section
@@ -1094,14 +1478,21 @@ class _Packer:
         """The overlap of each chunk, the previous chunk's last whole sentences that fit, and its tokens.
 
         Sentences are cut where pre-tokenisation cuts, so a suffix's count is the sum of its
-        sentences' counts (each sentence counted once, cached): no suffix is encoded again.
+        sentences' counts (read off the document's encoding, or each sentence counted once,
+        cached): no suffix is encoded again. The candidates are the sentence and paragraph starts
+        found in the last ``room * 16`` chars (``room`` chars for a budget in chars). They are
+        first looked for in a window half as long: past where that window begins, its
+        starts are the long window's (``_window_start``); only a walk back to there needs the
+        long window.
         """
         texts = [""] * len(runs)
         toks = [0] * len(runs)
         if not self.ov:
             return texts, toks
-        wanted = []  # (run index, room, source text, sentence starts, index of its first unit)
-        units: list[str] = []
+        cache = self.doc.sentence_cache  # (piece, window) -> [candidate starts, their sentences' counts]
+        if len(cache) > _SENTENCE_CACHE_MAX:
+            cache.clear()
+        wanted = []  # (run index, room, last piece of the previous run, cache entry, long window key)
         for i in range(1, len(runs)):
             r, prev = runs[i], runs[i - 1]
             first = r.pieces[0]
@@ -1112,35 +1503,147 @@ class _Packer:
             if room <= 0:
                 continue
             src = last.text
-            lo = max(0, len(src) - (room if not self.tokens else room * 16))
-            tail = src[lo:]
-            starts = {lo + x for x in _sentence_starts(tail)} | {lo + x for x in _paragraph_starts(tail)}
-            if lo == 0:
-                starts.add(0)
-            starts = sorted(x for x in starts if x < len(src))
-            if not starts:
+            n = len(src)
+            lo = max(0, n - (room * 16 if self.tokens else room))
+            key = (last.bi, last.pa, last.pz, lo)
+            entry = cache.get(key)
+            if entry is not None:
+                if entry[0]:
+                    wanted.append((i, room, last, entry, None))
                 continue
-            wanted.append((i, room, src, starts, len(units)))
-            ends = starts[1:] + [len(src)]
-            units.extend(src[a:z] for a, z in zip(starts, ends))
-        if not wanted:
-            return texts, toks
-        counted = self.counter.count_many(units) if self.counter is not None else [0] * len(units)
-        costs = counted if self.tokens else [len(u) for u in units]
-        for i, room, src, starts, u0 in wanted:
-            total = total_toks = 0
-            best = None
-            for k in range(len(starts) - 1, -1, -1):
-                total += costs[u0 + k]
-                total_toks += counted[u0 + k]
-                if total > room:
-                    break
-                if src[starts[k] :].strip():
-                    best = (starts[k], total_toks)
-            if best is not None:
-                texts[i] = src[best[0] :]
-                toks[i] = best[1]
+            short = max(lo, n - room * 8) if self.tokens else lo
+            if short > lo:
+                skey = (last.bi, last.pa, last.pz, -short)
+                entry = cache.get(skey)
+                if entry is None:
+                    w = _window_start(src, short)
+                    entry = cache[skey] = [[x for x in _window_starts(src, short) if x > w], None]
+                wanted.append((i, room, last, entry, key))
+                continue
+            entry = cache[key] = [_window_starts(src, lo), None]
+            if entry[0]:
+                wanted.append((i, room, last, entry, None))
+        while wanted:
+            self._unit_counts([w for w in wanted if w[3][1] is None])
+            again = []
+            for i, room, last, entry, long_key in wanted:
+                starts, counted = entry
+                src = last.text
+                nonblank = len(src.rstrip())  # a suffix from before this holds more than white space
+                costs = counted if self.tokens else [z - a for a, z in zip(starts, starts[1:] + [len(src)])]
+                total = total_toks = 0
+                best = None
+                for k in range(len(starts) - 1, -1, -1):
+                    total += costs[k]
+                    total_toks += counted[k]
+                    if total > room:
+                        break
+                    if starts[k] < nonblank:
+                        best = (starts[k], total_toks)
+                else:
+                    if long_key is not None:  # walked back to where the short window begins
+                        full = cache.get(long_key)
+                        if full is None:
+                            full = cache[long_key] = [_window_starts(src, long_key[3]), None]
+                        if full[0]:
+                            again.append((i, room, last, full, None))
+                        continue
+                if best is not None:
+                    texts[i] = src[best[0] :]
+                    toks[i] = best[1]
+            wanted = again
         return texts, toks
+
+    def _unit_counts(self, wanted: list[tuple]) -> None:
+        """Token counts of the sentences from each overlap candidate to the next, into the cache
+        entries: read off the document's encoding where their ends are pre-token boundaries, the
+        others encoded (cached by text)."""
+        if not wanted:
+            return
+        entries = []  # (last piece, cache entry), each entry once
+        seen = set()
+        for w in wanted:
+            if id(w[3]) not in seen:
+                seen.add(id(w[3]))
+                entries.append((w[2], w[3]))
+        if self.counter is None:
+            for _, entry in entries:
+                entry[1] = [0] * len(entry[0])
+            return
+        doc = self.doc
+        blocks = doc.blocks
+        out: list = [None] * len(entries)
+        groups = []
+        which = []
+        if doc.ends is not None:
+            for j, (last, entry) in enumerate(entries):
+                b = blocks[last.bi]
+                if b.seg and not last.synth:
+                    base = b.start + last.pa
+                    groups.append((last.bi, [base + x for x in entry[0]] + [base + len(last.text)]))
+                    which.append(j)
+        for j, got in zip(which, doc.cut_tokens(groups) if groups else []):
+            out[j] = got
+        texts = []
+        for j, (last, entry) in enumerate(entries):
+            got = out[j]
+            if got is None:
+                got = out[j] = [None] * len(entry[0])
+            if None in got:
+                src = last.text
+                bounds = entry[0] + [len(src)]
+                for k, c in enumerate(got):
+                    if c is None:
+                        texts.append(src[bounds[k] : bounds[k + 1]])
+        if texts:
+            counted = iter(self.counter.count_many(texts))
+            for got in out:
+                if None in got:
+                    for k, c in enumerate(got):
+                        if c is None:
+                            got[k] = next(counted)
+        for (_, entry), got in zip(entries, out):
+            entry[1] = got
+
+
+def _window_starts(src: str, lo: int) -> list[int]:
+    """Sentence and paragraph starts found in ``src[lo:]`` alone (offsets into ``src``)."""
+    tail = src[lo:]
+    starts = {lo + x for x in _sentence_starts(tail)} | {lo + x for x in _paragraph_starts(tail)}
+    if lo == 0:
+        starts.add(0)
+    return sorted(x for x in starts if x < len(src))
+
+
+def _window_start(src: str, lo: int) -> int:
+    """An offset past which the sentence and paragraph starts found in ``src[lo:]`` alone are those
+    found in any longer tail of ``src``: past the first word boundary after ``lo`` (the abbreviation
+    test looks back to it), past the white space run that a sentence end begun before ``lo`` may
+    reach, and past a blank line that a paragraph break may straddle."""
+    n = len(src)
+    q = n
+    for ch in " \n(":
+        x = src.find(ch, lo)
+        if x != -1 and x < q:
+            q = x
+    w = q + 1
+    m = _WS_RUN.search(src, lo)  # the first run of spaces, tabs and line breaks at or after lo
+    if m is not None and m.end() > w:
+        w = m.end()
+    m = _WS_RUN.match(src, q)
+    if m is not None and m.end() > w:
+        w = m.end()
+    ls = src.rfind("\n", 0, lo) + 1
+    if not src[ls:lo].strip(" \t"):  # lo at a line start or in its indentation
+        le = src.find("\n", lo)
+        if le != -1 and not src[lo:le].strip(" \t"):  # a blank line: a paragraph break may straddle lo
+            w = max(w, le + 1)
+        else:
+            w = max(w, lo + 1)
+    return w
+
+
+_WS_RUN = re.compile(r"[ \t\n]+")
 
 
 # -- the chunker -------------------------------------------------------------------------------------
@@ -1148,12 +1651,18 @@ class _Packer:
 
 def _merge_blank(runs: list[_Run]) -> list[_Run]:
     """A run with nothing but whitespace joins its neighbour rather than being lost."""
-    if all(any(p.text.strip() for p in r.pieces) for r in runs):
+    for r in runs:
+        for p in r.pieces:
+            if not p.blank:
+                break
+        else:
+            break
+    else:
         return runs
     out: list[_Run] = []
     pending: list[_Piece] = []
     for r in runs:
-        if not any(p.text.strip() for p in r.pieces):
+        if all(p.blank for p in r.pieces):
             if out:
                 out[-1].pieces.extend(r.pieces)
                 out[-1].cost += r.cost
@@ -1210,6 +1719,35 @@ class _DocCache:
         return len(self._items)
 
 
+_gc_lock = threading.Lock()
+_gc_depth = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def _gc_paused():
+    """No cyclic garbage collection while chunking (other threads' chunkings included).
+
+    Chunking allocates many small containers (parser tokens, blocks, pieces) and creates no
+    reference cycles: everything it drops is freed by reference counting, so the collector's
+    passes over the young objects would find nothing (a corpus run then spends a sixth of its
+    time in them). The collector is switched back on as it was when the last chunking ends.
+    """
+    global _gc_depth, _gc_was_enabled
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0 and _gc_was_enabled:
+                gc.enable()
+
+
 class Chunker:
     """Chunks texts with one set of options; keeps the parse and counts of recent texts.
 
@@ -1261,93 +1799,162 @@ class Chunker:
         """The chunks of ``text``; ``source`` (default: the options' source) prefixes the ids."""
         opts = self.options
         src = opts.source if source is None else source
-        doc = self._doc(text)
-        if not doc.blocks:
-            return []
-        packer = _Packer(doc, opts, self.counter)
-        runs = _merge_blank(packer.absorb_small(packer.pack(packer.pieces())))
-        overlaps, overlap_toks = packer.overlaps(runs)
-        return self._build(doc, packer, runs, overlaps, overlap_toks, src)
+        with _gc_paused():
+            doc = self._doc(text)
+            if not doc.blocks:
+                return []
+            packer = _Packer(doc, opts, self.counter)
+            runs = _merge_blank(packer.absorb_small(packer.pack(packer.pieces())))
+            overlaps, overlap_toks = packer.overlaps(runs)
+            return self._build(doc, packer, runs, overlaps, overlap_toks, src)
 
     def _build(
         self, doc: _Doc, packer: _Packer, runs: list[_Run], overlaps: list[str], overlap_toks: list[int], src: str
     ) -> list[Chunk]:
         opts = self.options
-        blocks = doc.blocks
-        counter = packer.counter
+        counting = packer.counter is not None
         embed = opts.embed
         metadata = dict(opts.metadata)
-        heading_path = opts.heading_path
         size = opts.size
         tokens_unit = packer.tokens
-        header_in_text = packer.header_in_text
+        mode = doc.mode
+        # What a chunk holds depends only on its pieces, overlap and header (not on the budget):
+        # the chunks of the last chunking of this text are kept, for the next budget's chunks
+        # that come out the same.
+        old = doc.build_cache
+        known: dict[tuple, tuple] = {}
+        flags = (packer.header_in_text and embed != "content", embed, opts.heading_path)
+        made: list[tuple] = []
+        todo: list[tuple[int, _Run, tuple | None]] = []
+        for ri, r in enumerate(runs):
+            pieces = r.pieces
+            fp, lp = pieces[0], pieces[-1]
+            ov = overlaps[ri]
+            key = None
+            if len(pieces) == lp.bi - fp.bi + 1:  # one piece per block: the pieces are their ends'
+                key = (fp.bi, fp.pa, fp.pz, lp.bi, lp.pa, lp.pz, ov, r.header[0], flags)
+                rec = old.get(key) if old else None
+                if rec is not None:
+                    known[key] = rec
+                    made.append((rec, ri, ov))
+                    continue
+            todo.append((len(made), r, key))
+            made.append((None, ri, ov))  # type: ignore[arg-type]
+        if todo:
+            recs = self._records(doc, packer, runs, overlaps, overlap_toks, [(r, made[i][1]) for i, r, _ in todo])
+            for (i, _, key), rec in zip(todo, recs):
+                made[i] = (rec, made[i][1], made[i][2])
+                if key is not None and rec is not None:
+                    known[key] = rec
+        doc.build_cache = known
+        chunks: list[Chunk] = []
+        append = chunks.append
+        index = 0
+        for rec, ri, ov in made:
+            if rec is None:  # nothing but white space
+                continue
+            (content, digest, text, toks, title, level, plist, breadcrumb, sections, kinds, synth, start, end,
+             ov_start, page, pages, header) = rec
+            over = (toks if tokens_unit else len(text)) > size
+            meta = dict(metadata)
+            if over:
+                meta["oversize"] = True
+            append(
+                Chunk(
+                    f"{src}#{index}-{digest[:8]}", digest, index, 0, start, end, len(text),
+                    toks if counting else 0, title, level, list(plist), breadcrumb, list(sections),
+                    header, content, "", text, embed, mode, list(kinds), len(ov), page,
+                    list(pages) if pages else [], meta, bool(synth), list(synth) if synth else [], over, ov_start, src,
+                )
+            )
+            index += 1
+        for c in chunks:
+            c.total = index
+        return chunks
+
+    def _records(self, doc: _Doc, packer: _Packer, runs: list[_Run], overlaps: list[str], overlap_toks: list[int],
+                 which: list[tuple[_Run, int]]) -> list[tuple | None]:
+        """What the chunks of the given runs hold, apart from their place (index, id, budget flags)."""
+        opts = self.options
+        blocks = doc.blocks
+        counter = packer.counter
+        counting = counter is not None
+        heading_path = opts.heading_path
+        with_header = packer.header_in_text and opts.embed != "content"
         omap = doc.omap
         to_source = doc.to_source
         page_starts = doc.page_starts
-        mode = doc.mode
-        crumbs = doc.crumbs  # (path, heading_path) -> (path list, breadcrumb)
-        chunks: list[Chunk] = []
+        crumbs = doc.crumbs[heading_path]  # path -> (path shown, breadcrumb)
+        any_midline = doc.any_midline  # (a piece whose count may merge with the blank lines before it)
+        any_synth = packer.any_synth
+        out: list[tuple | None] = []
         recount: list[int] = []
         sha = hashlib.sha256
-        for ri, r in enumerate(runs):
+        crumb_get = crumbs.get
+        simple = omap is None
+        for r, ri in which:
             pieces = r.pieces
             ov = overlaps[ri]
-            if len(pieces) == 1 and not ov:
-                p0 = pieces[0]
-                content = p0.text
-                synth = list(p0.synth)
-                toks = p0.toks
-                inexact = p0.midline
-                kinds = [p0.kind]
-                paths = [p0.path]
+            fp = pieces[0]
+            if len(pieces) == 1:
+                lp = fp
+                if ov:
+                    content = ov + fp.text
+                    toks = overlap_toks[ri] + fp.toks
+                    synth = tuple([(a + len(ov), z + len(ov)) for a, z in fp.synth])
+                else:
+                    content = fp.text
+                    toks = fp.toks
+                    synth = tuple(fp.synth)
+                inexact = fp.midline
+                kinds = (fp.kind,)
+                paths = (fp.path,)
             else:
-                texts = [p.text for p in pieces]
-                content = ov + "".join(texts) if ov else "".join(texts)
-                toks = overlap_toks[ri]
-                inexact = False
-                kinds = []
-                paths = []
-                synth = []
-                pos = len(ov)
-                for p in pieces:
-                    toks += p.toks
-                    if p.midline:
-                        inexact = True
-                    if p.kind not in kinds:
-                        kinds.append(p.kind)
-                    if p.path not in paths:
-                        paths.append(p.path)
-                    if p.synth:
-                        synth.extend((pos + a, pos + z) for a, z in p.synth)
-                    pos += p.chars
+                lp = pieces[-1]
+                content = "".join([p.text for p in pieces])
+                toks = sum([p.toks for p in pieces])
+                kinds = tuple(dict.fromkeys([p.kind for p in pieces]))
+                paths = dict.fromkeys([p.path for p in pieces])
+                inexact = any_midline and True in [p.midline for p in pieces]
+                synth = ()
+                if any_synth and True in [bool(p.synth) for p in pieces]:
+                    pos = len(ov)
+                    spans = []
+                    for p in pieces:
+                        if p.synth:
+                            spans.extend([(pos + a, pos + z) for a, z in p.synth])
+                        pos += p.chars
+                    synth = tuple(spans)
+                if ov:
+                    content = ov + content
+                    toks += overlap_toks[ri]
             if not content or content.isspace():
+                out.append(None)
                 continue
             sections = []
             for pth in paths:
                 if pth:
-                    got = crumbs.get((pth, heading_path))
+                    got = crumb_get(pth)
                     if got is None:
-                        plist = list(pth) if heading_path else list(pth[-1:])
-                        got = crumbs[(pth, heading_path)] = (plist, " > ".join(plist))
+                        got = crumbs[pth] = _crumb(pth, heading_path)
                     sections.append(got[1])
-            fp, lp = pieces[0], pieces[-1]
-            fb = blocks[fp.bi]
-            got = crumbs.get((fp.path, heading_path))
+            got = crumb_get(fp.path)
             if got is None:
-                plist = list(fp.path) if heading_path else list(fp.path[-1:])
-                got = crumbs[(fp.path, heading_path)] = (plist, " > ".join(plist))
-            path, breadcrumb = list(got[0]), got[1]
-            level, title = fb.titles[-1] if fb.titles else (0, "")
+                got = crumbs[fp.path] = _crumb(fp.path, heading_path)
+            fb = blocks[fp.bi] if fp.__class__ is not _Blk else fp
+            titles = fb.titles
+            level, title = titles[-1] if titles else (0, "")
             header, _, htoks = r.header
-            if embed == "content" or not header or not header_in_text:
-                text = content
-            else:  # compose_text(header, "", content, embed): no context yet
+            if header and with_header:  # compose_text(header, "", content, embed): no context yet
                 text = header + "\n\n" + content
                 toks += htoks
-                if content.lstrip(" \t")[:1] == "\n":  # blank lines right after the header's "\n\n"
-                    inexact = True
-            lb = blocks[lp.bi]
-            if omap is None and fb.bmap is None and lb.bmap is None:
+                c0 = content[:1]
+                if c0 == "\n" or ((c0 == " " or c0 == "\t") and content.lstrip(" \t")[:1] == "\n"):
+                    inexact = True  # blank lines right after the header's "\n\n"
+            else:
+                text = content
+            lb = blocks[lp.bi] if lp.__class__ is not _Blk else lp
+            if simple and fb.bmap is None and lb.bmap is None:
                 start = fb.start + fp.pa
                 end = lb.start + lp.pz
             else:
@@ -1357,35 +1964,28 @@ class Chunker:
             if ov:
                 pp = runs[ri - 1].pieces[-1]
                 ov_start = to_source(blocks[pp.bi].norm_at(pp.pa + pp.chars - len(ov)))
-            page, pages = None, []
+            page, pages = None, ()
             if page_starts:
                 page = bisect.bisect_right(page_starts, start)
                 last_norm = lb.norm_at(max(lp.pa, lp.pz - 1))  # the last real char, not dropped lines
-                pages = list(range(page, bisect.bisect_right(page_starts, max(start, to_source(last_norm))) + 1))
-            index = len(chunks)
-            if inexact and counter is not None:
-                recount.append(index)
-            digest = sha(content.encode("utf-8")).hexdigest()
-            chunks.append(
-                Chunk(
-                    f"{src}#{index}-{digest[:8]}", digest, index, 0, start, end, len(text),
-                    toks if counter is not None else 0, title, level, path, breadcrumb, sections,
-                    header, content, "", text, embed, mode, kinds, len(ov), page, pages, dict(metadata),
-                    bool(synth), synth, (toks if tokens_unit else len(text)) > size, ov_start, src,
-                )
-            )
+                pages = tuple(range(page, bisect.bisect_right(page_starts, max(start, to_source(last_norm))) + 1))
+            # (tuples of strings and numbers: the collector stops tracking them)
+            rec = (content, sha(content.encode("utf-8")).hexdigest(), text, toks if counting else 0, title, level,
+                   got[0], got[1], tuple(sections), kinds, synth, start, end, ov_start, page, pages, header)
+            if inexact and counting:
+                recount.append(len(out))
+            out.append(rec)
         if recount:
-            for i, t in zip(recount, counter.count_many([chunks[i].text for i in recount])):
-                c = chunks[i]
-                c.tokens = t
-                if tokens_unit:
-                    c.over_budget = t > size
-        total = len(chunks)
-        for c in chunks:
-            c.total = total
-            if c.over_budget:
-                c.metadata["oversize"] = True
-        return chunks
+            for i, t in zip(recount, counter.count_many([out[i][2] for i in recount])):
+                rec = out[i]
+                out[i] = rec[:3] + (t,) + rec[4:]
+        return out
+
+
+def _crumb(path: tuple[str, ...], heading_path: bool) -> tuple[tuple[str, ...], str]:
+    """(path, breadcrumb) of a heading path."""
+    plist = path if heading_path else path[-1:]
+    return plist, " > ".join(plist)
 
 
 _default_cache = _DocCache()

@@ -17,10 +17,18 @@ from __future__ import annotations
 
 import bisect
 import re
+import string
 from dataclasses import dataclass
 
 from mistune.block_parser import BlockParser
 from mistune.core import BlockState
+
+try:  # mistune's helpers for link reference definitions
+    from mistune.block_parser import _BLANK_TO_LINE, _find_next_blank_line
+    from mistune.helpers import parse_link_href, parse_link_title
+    from mistune.util import unikey
+except ImportError:  # pragma: no cover - another mistune: use its rule as it is
+    _find_next_blank_line = None
 
 try:  # mistune's list helpers, to run its list rule without rebuilding item contents
     from mistune import list_parser as _lp
@@ -139,14 +147,29 @@ _CR = re.compile(r"\r\n?")
 
 
 class _State(BlockState):
-    """Records where each top-level token starts (``tok["_start"]``)."""
+    """Records where each top-level token starts (``tok["_start"]``).
 
-    def add_paragraph(self, text: str) -> None:
+    A paragraph's text is not built, only where its parts are (``tok["_parts"]``): it is read
+    only for the title of a setext heading.
+    """
+
+    def add_paragraph(self, text: str) -> None:  # pragma: no cover - the parser calls add_text
+        self.add_text(self.cursor, self.cursor + len(text))
+
+    def add_text(self, start: int, end: int) -> None:
         tokens = self.tokens
         if tokens and tokens[-1]["type"] == "paragraph":
-            tokens[-1]["text"] += text
+            tokens[-1]["_parts"].append((start, end))
         else:
-            tokens.append({"type": "paragraph", "text": text, "_start": self.cursor})
+            tokens.append({"type": "paragraph", "_parts": [(start, end)], "_start": start})
+
+    def append_paragraph(self) -> int | None:
+        tokens = self.tokens
+        if tokens and tokens[-1]["type"] == "paragraph":
+            pos = self.find_line_end()
+            tokens[-1]["_parts"].append((self.cursor, pos))
+            return pos
+        return None
 
     def append_token(self, token) -> None:
         # leaf rules append their token before moving the cursor: the cursor is the token's start
@@ -154,9 +177,62 @@ class _State(BlockState):
         self.tokens.append(token)
 
 
+# Where a top-level rule or a blank line can start: a line beginning with white space or with a
+# character that starts a rule (fences, headings, setext underlines, rules, quotes, list markers,
+# link reference definitions, HTML). Other lines always continue a plain paragraph.
+_RULE_LINE = re.compile(r"\n(?=[\s`~#=_*>+\[<\d-])")
+_RULE_START = frozenset("`~#=_*>+[<-")
+_BLANK_TOKEN = {"type": "blank_line"}  # (read only)
+_PUNCTUATION = frozenset(string.punctuation)
+
 # Rules that append (or insert) their token after the cursor moved on, sometimes after a block
 # that interrupted them was appended: their token starts where the rule started.
 _LATE_RULES = {"list": "list", "block_quote": "block_quote", "block_html": "block_html", "raw_html": "block_html"}
+
+
+_NEXT_BLANK = re.compile(r"\n(?=[ \t\v\f]*\n)")
+
+
+def _search_rule(src: str, cursor: int, match):
+    """``sc.search(src, cursor)`` for the top-level rules, which only match at a line start: only
+    the line starts where a rule can begin (``_RULE_LINE``) are tried."""
+    if cursor == 0 or src[cursor - 1] == "\n":
+        m = match(src, cursor)
+        if m:
+            return m
+    candidate = _RULE_LINE.search
+    pos = cursor
+    while True:
+        c = candidate(src, pos)
+        if c is None:
+            return None
+        pos = c.end()
+        m = match(src, pos)
+        if m:
+            return m
+
+
+class _BlankLines:
+    """mistune's blank-line pattern with a faster ``search`` (same matches): it looks for the line
+    break before a blank line instead of trying ``^`` at every position."""
+
+    def __init__(self, rx: re.Pattern) -> None:
+        self.rx = rx
+        self.match = rx.match
+        self.finditer = rx.finditer
+        self.pattern = rx.pattern
+        self.flags = rx.flags
+
+    def search(self, src: str, pos: int = 0, endpos: int | None = None):
+        if endpos is not None:  # pragma: no cover - mistune does not pass it
+            return self.rx.search(src, pos, endpos)
+        if pos <= 0:
+            m = self.rx.match(src, 0)
+            if m:
+                return m
+            pos = 1
+        m = _NEXT_BLANK.search(src, pos - 1)
+        return self.rx.match(src, m.end()) if m else None
 
 
 class _Parser(BlockParser):
@@ -164,6 +240,7 @@ class _Parser(BlockParser):
 
     def __init__(self) -> None:
         super().__init__()
+        self.BLANK_LINE = _BlankLines(BlockParser.BLANK_LINE)
         self._list_patterns: dict = {}
         self._methods["list"] = self.parse_list
         for rule, token_type in _LATE_RULES.items():
@@ -185,9 +262,120 @@ class _Parser(BlockParser):
         return run
 
     def parse(self, state, rules=None):  # type: ignore[override]
+        """mistune's block loop (top level only), with two shortcuts that give the same tokens:
+        an empty line goes straight to the blank-line rule (no other rule can start with a line
+        break), and a plain paragraph skips the lines that no rule could start at."""
         if state.parent is not None:  # container content: its extent is already known
             return
-        super().parse(state, rules)
+        if rules is not None and list(rules) != self.rules:  # pragma: no cover - not used here
+            return super().parse(state, rules)
+        sc = self.compile_sc()
+        match = sc.match
+        src = state.src
+        cmax = state.cursor_max
+        blank = self.BLANK_LINE.match
+        tokens = state.tokens
+        indent_fast = self._parse_indent_code_fast
+        plain = self._parse_plain_paragraph
+        method = self.parse_method
+        while state.cursor < cmax:
+            cursor = state.cursor
+            c = src[cursor]
+            if c == "\n" and (cursor == 0 or src[cursor - 1] == "\n"):
+                # one shared token without a start: blank lines stay with the block before them
+                tokens.append(_BLANK_TOKEN)
+                state.cursor = blank(src, cursor).end()
+                continue
+            if c == " " or c == "\t":
+                end_pos = indent_fast(state)
+                if end_pos is not None:
+                    state.cursor = end_pos
+                    continue
+            if c in _RULE_START or c.isspace() or c.isdigit():
+                m = match(src, cursor)
+            else:  # no rule starts with this character
+                m = None
+            if not m and plain(state, sc):
+                continue
+            if not m:
+                m = _search_rule(src, cursor, match)
+            if not m:
+                break
+            end_pos = m.start()
+            if end_pos > cursor:
+                state.add_text(cursor, end_pos)
+                state.cursor = end_pos
+            end_pos2 = method(m, state)
+            if end_pos2:
+                state.cursor = end_pos2
+            else:
+                end_pos3 = state.find_line_end()
+                state.add_text(state.cursor, end_pos3)
+                state.cursor = end_pos3
+        if state.cursor < cmax:
+            state.add_text(state.cursor, cmax)
+            state.cursor = cmax
+
+    def _parse_plain_paragraph(self, state, sc):  # type: ignore[override]
+        """mistune's plain paragraph: its lines up to the first line where a rule matches or that
+        is blank; only lines starting with a character a rule (or a blank line) can start with
+        are tried."""
+        src = state.src
+        cursor = state.cursor
+        c = src[cursor : cursor + 1]
+        if not c or c.isspace() or c.isdigit() or c in _PUNCTUATION:
+            return False
+        cmax = state.cursor_max
+        pos = src.find("\n", cursor)
+        pos = cmax if pos < 0 else pos + 1
+        candidate = _RULE_LINE.search
+        match = sc.match
+        while pos < cmax:
+            m = candidate(src, pos - 1)
+            if m is None:
+                pos = cmax
+                break
+            pos = m.end()
+            if match(src, pos):
+                break
+            e = src.find("\n", pos)
+            if not src[pos : (cmax if e < 0 else e + 1)].strip():
+                break
+            pos += 1
+        else:
+            pos = min(pos, cmax)
+        state.add_text(cursor, pos)
+        state.cursor = pos
+        return True
+
+    def parse_ref_link(self, m, state):  # type: ignore[override]
+        """mistune's rule for link reference definitions, without the link data (never used here)
+        and with the next blank line found by a search rather than a list of every blank line."""
+        if _find_next_blank_line is None:  # pragma: no cover - another mistune
+            return super().parse_ref_link(m, state)
+        end_pos = state.append_paragraph()
+        if end_pos:
+            return end_pos
+        if not unikey(m.group("reflink_1")):
+            return None
+        src = state.src
+        href, href_pos = parse_link_href(src, m.end(), block=True, max_nested_level=self.max_nested_level)
+        if href is None:
+            return None
+        if href_pos > 0 and not src[href_pos - 1].isspace():  # its line is not blank: the next run is found
+            blank = self.BLANK_LINE.search(src, href_pos)
+            max_pos = state.cursor_max if blank is None else blank.start()
+        else:  # pragma: no cover - defensive
+            blank_pos = _find_next_blank_line(state, href_pos, BlockParser.BLANK_LINE)
+            max_pos = state.cursor_max if blank_pos is None else blank_pos
+        title, title_pos = parse_link_title(src, href_pos, max_pos)
+        if title_pos:
+            m2 = _BLANK_TO_LINE.match(src, title_pos)
+            title_pos = m2.end() if m2 else None
+        if title_pos is None:
+            m3 = _BLANK_TO_LINE.match(src, href_pos)
+            href_pos = m3.end() if m3 else None
+        return title_pos or href_pos or None
 
     def parse_list(self, m, state):  # type: ignore[override]
         """mistune's list rule, top level only: the item patterns are compiled once, and the items'
@@ -213,24 +401,89 @@ class _Parser(BlockParser):
         cache = self._list_patterns
         while item:
             width = item.leading_width
-            text, continue_width = _lp._compile_continue_width(item.text, width)
+            text = item.text
+            if text[:1] == " " and text[1:2] and not text[1].isspace():  # "- item": the common case
+                continue_width = width + 1
+            else:
+                text, continue_width = _lp._compile_continue_width(text, width)
             pats = cache.get((bullet, width))
             if pats is None:
                 pats = cache[(bullet, width)] = (
                     re.compile(_lp._compile_list_item_pattern(bullet, width)),
                     _lp._compile_list_break_sc(self, width),
                 )
-            lines = _lp._collect_list_item_lines(self, pats[0], pats[1], state, text, continue_width)
-            if lines.end_pos is not None:
-                token["_tok_index"] = lines.token_index
-                token["_end_pos"] = lines.end_pos
-            item = lines.next_item
+            item, end_pos, tok_index = self._collect_item_lines(pats[0], pats[1], state, text, continue_width)
+            if end_pos is not None:
+                token["_tok_index"] = tok_index
+                token["_end_pos"] = end_pos
         end_pos = token.pop("_end_pos", None)
         if end_pos:
             state.tokens.insert(token.pop("_tok_index"), token)
             return end_pos
         state.append_token(token)
         return state.cursor
+
+    def _collect_item_lines(self, item_re, break_sc, state, text, continue_width):
+        """mistune's ``_collect_list_item_lines`` without building the item's text (never parsed
+        here): the same cursor moves, next item and interrupting block. Returns
+        ``(next item, end_pos, token index)``."""
+        src = state.src
+        cmax = state.cursor_max
+        blank = self.BLANK_LINE.match
+        has_indent = _lp._has_continuation_indent
+        expand = _lp._expand_leading_tabs
+        indent = " " * continue_width
+        prev_blank = False
+        has_text = False  # the item's collected lines hold more than white space
+        cursor = state.cursor
+        while cursor < cmax:
+            e = src.find("\n", cursor)
+            next_pos = cmax if e < 0 else e + 1
+            raw_line = src[cursor:next_pos]
+            c = raw_line[0]
+            if c in " \t\n\v\f" and blank(raw_line):
+                prev_blank = True
+                cursor = next_pos
+                continue
+            if c == " " or c == "\t":
+                cont = raw_line.startswith(indent) or has_indent(raw_line, continue_width)
+            else:
+                cont = False
+            if cont:
+                if prev_blank and not text and not has_text:
+                    break  # a list item can begin with at most one blank line
+                if not has_text and raw_line.strip():
+                    has_text = True
+                prev_blank = False
+                cursor = next_pos
+                continue
+            line = expand(raw_line) if c == " " or c == "\t" else raw_line
+            state.cursor = cursor
+            m = break_sc.match(src, cursor)
+            if m and m.lastgroup == "thematic_break":
+                tok_index = len(state.tokens)
+                end_pos = self.parse_method(m, state)
+                if end_pos:
+                    return None, end_pos, tok_index
+            else:
+                m2 = item_re.match(line)
+                if m2:
+                    state.cursor = next_pos
+                    return _lp._create_list_marker(m2, "listitem"), None, None
+                if m:
+                    if m.lastgroup == "list":
+                        break
+                    tok_index = len(state.tokens)
+                    end_pos = self.parse_method(m, state)
+                    if end_pos:
+                        return None, end_pos, tok_index
+            if prev_blank:
+                break  # not a continuation line, and the previous line is blank
+            if not has_text and raw_line.strip():
+                has_text = True
+            cursor = next_pos
+        state.cursor = cursor
+        return None, None, None
 
     def _parse_indent_code_fast(self, state):  # type: ignore[override]
         c = state.src[state.cursor : state.cursor + 1]
@@ -318,8 +571,12 @@ def _parse_markdown(src: str, base: int, out: list[Block]) -> None:
     prev_tok = None
     prev_start = -1
     toks = state.tokens
+    toks.append(None)
+    blank_token = _BLANK_TOKEN
     # one pass: a token ends where the next one starts
-    for tok in toks + [None]:
+    for tok in toks:
+        if tok is blank_token:
+            continue  # blank lines stay with the block before them
         if tok is not None:
             s = tok.get("_start")
             if s is None or s <= prev_start or s >= n:
@@ -348,7 +605,8 @@ def _parse_markdown(src: str, base: int, out: list[Block]) -> None:
                     block.level = level = prev_tok["attrs"]["level"]
                     title = prev_tok.get("text", "")
                     if prev_tok.get("style") == "setext":
-                        title = " ".join(title.split())
+                        parts = prev_tok.get("_parts", ())
+                        title = " ".join("".join([src[a:b] for a, b in parts]).split())
                     block.title = title = title.strip()
                     block.marker = heading_marker(level, title)
                 elif kind == "code":
