@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .text import count_words, open_quote_after, quote_balance, sentence_spans, sha
+from .text import count_words, open_quote_after, quote_balance, sentence_spans, sha, trimmed_spans
 from .tree import Manuscript, Node
 
 # ---------------------------------------------------------------- settings
@@ -110,15 +110,7 @@ def _paragraph_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
         spans.append((pos, start + m.start()))
         pos = start + m.end()
     spans.append((pos, end))
-    out = []
-    for a, b in spans:
-        while a < b and text[a].isspace():
-            a += 1
-        while b > a and text[b - 1].isspace():
-            b -= 1
-        if a < b:
-            out.append((a, b))
-    return out
+    return trimmed_spans(text, spans)
 
 
 def strip_boilerplate(text: str) -> tuple[tuple[int, int], list[tuple[int, int, str]], str]:

@@ -95,6 +95,11 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
         spans.append((pos, cut))
         pos = cut
     spans.append((pos, end))
+    return trimmed_spans(text, spans)
+
+
+def trimmed_spans(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans with surrounding whitespace removed; spans left empty are dropped."""
     out = []
     for a, b in spans:
         while a < b and text[a].isspace():
