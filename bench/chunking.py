@@ -153,7 +153,6 @@ def main() -> None:
             if is_ours:
                 pieces = [c.text for c in chunks]  # what gets embedded (header + body)
                 bodies = [c.content for c in chunks]
-                spans = [text[c.start:c.end] for c in chunks if not c.synthetic]
                 lossless &= _covers(text, chunks)
             else:
                 pieces = bodies = list(chunks)
