@@ -7,7 +7,10 @@ to the next token's start, so the blocks tile the source with no gap and no over
 ``"".join(text[b.start:b.end] for b in parse_blocks(text)) == text``.
 
 Only top-level blocks are needed for chunking, so container contents (list items, quotes) are
-not parsed further; their extent comes from mistune's own line scanning.
+not parsed further; their extent comes from mistune's own line scanning. mistune's rules run
+as they are; only its loops are replaced by ones that give the same tokens with less work
+(lines no rule can start at are skipped, paragraph text is not built): the parse runs in a
+worker beside the tokenizer and is the larger half of a chunking's cost.
 
 Besides mistune's blocks this module recognises GFM tables (a paragraph line followed by a
 delimiter row), a YAML frontmatter block at the top, and CtxFST ``<Chunk id="...">`` /
@@ -262,9 +265,11 @@ class _Parser(BlockParser):
         return run
 
     def parse(self, state, rules=None):  # type: ignore[override]
-        """mistune's block loop (top level only), with two shortcuts that give the same tokens:
-        an empty line goes straight to the blank-line rule (no other rule can start with a line
-        break), and a plain paragraph skips the lines that no rule could start at."""
+        """mistune's block loop (top level only), with shortcuts that give the same tokens: an
+        empty line is a blank line (no other rule can start with a line break; one shared token
+        stands for it), a line starting with a character no rule starts with is not matched
+        against the rules, a plain paragraph and the search for the next rule skip the lines
+        that no rule could start at, and a paragraph's text is not built."""
         if state.parent is not None:  # container content: its extent is already known
             return
         if rules is not None and list(rules) != self.rules:  # pragma: no cover - not used here
