@@ -113,6 +113,14 @@ class GenerationDefaults:
     stop: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def resolve(self, max_tokens: int | None, temperature: float | None, stop: Any) -> tuple[int, float, list[str]]:
+        """A call's (max_tokens, temperature, stops), each falling back to these defaults."""
+        return (
+            self.max_tokens if max_tokens is None else int(max_tokens),
+            self.temperature if temperature is None else float(temperature),
+            list(self.stop if stop is None else stop),
+        )
+
 
 def check_cancel(cancel: threading.Event | None) -> None:
     if cancel is not None and cancel.is_set():

@@ -283,9 +283,7 @@ class LlamaBackend:
         cancel: threading.Event | None = None,
         on_token: TokenCallback | None = None,
     ) -> Completion:
-        max_tokens = self.defaults.max_tokens if max_tokens is None else int(max_tokens)
-        temperature = self.defaults.temperature if temperature is None else float(temperature)
-        stops = list(self.defaults.stop if stop is None else stop)
+        max_tokens, temperature, stops = self.defaults.resolve(max_tokens, temperature, stop)
         check_cancel(cancel)
         self._acquire(cancel)
         try:

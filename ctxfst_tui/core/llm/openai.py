@@ -300,9 +300,7 @@ class OpenAIBackend:
         cancel: threading.Event | None = None,
         on_token: TokenCallback | None = None,
     ) -> Completion:
-        max_tokens = self.defaults.max_tokens if max_tokens is None else int(max_tokens)
-        temperature = self.defaults.temperature if temperature is None else float(temperature)
-        stops = list(self.defaults.stop if stop is None else stop)
+        max_tokens, temperature, stops = self.defaults.resolve(max_tokens, temperature, stop)
         last: str = ""
         for attempt in range(self.retries + 1):
             check_cancel(cancel)
