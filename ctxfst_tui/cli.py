@@ -8,13 +8,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
 
-SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph", "chunk", "convert", "entities", "contextualize", "summarize")
+SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph", "chunk", "convert", "entities", "contextualize", "summarize",
+               "serve")
 
 
 class CliError(Exception):
@@ -560,17 +562,56 @@ def build_parser() -> argparse.ArgumentParser:
     sm = sub.add_parser("summarize", help="summary tree of a novel: scenes, chapters, book")
     add_summarize_arguments(sm)
     sm.set_defaults(func=run_summarize_cli)
+
+    sv = sub.add_parser("serve", help="run the workbench in a web page (textual-serve), on 127.0.0.1 by default")
+    sv.add_argument("folder", nargs="?", default=".", help="folder of .md / .ctxfst.md / .txt documents")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    sv.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    sv.add_argument("--public-url", default=None, help="the URL browsers reach the server at, behind a proxy")
+    _add_app_model_options(sv)
+    sv.set_defaults(func=cmd_serve)
     return p
+
+
+def _add_app_model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help="a GGUF for model jobs (default: the bundled model), or the served model with --endpoint")
+    p.add_argument("--endpoint", default=None, help="an OpenAI-compatible server for model jobs")
+    p.add_argument("--n-ctx", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None)
+
+
+def _app_model_argv(args: argparse.Namespace) -> list[str]:
+    out: list[str] = []
+    for flag, value in (("--model", args.model), ("--endpoint", args.endpoint), ("--n-ctx", args.n_ctx), ("--threads", args.threads)):
+        if value is not None:
+            out += [flag, str(value)]
+    return out
+
+
+def serve_command(args: argparse.Namespace) -> str:
+    """The shell command textual-serve runs for each browser session: this workbench, same Python."""
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise CliError(f"{folder}: no such folder")
+    return shlex.join([sys.executable, "-m", "ctxfst_tui", str(folder.resolve()), *_app_model_argv(args)])
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the workbench over HTTP: each browser tab gets its own app process (textual-serve)."""
+    command = serve_command(args)
+    from textual_serve.server import Server
+
+    server = Server(command, host=args.host, port=args.port, title="CtxFST Workbench", public_url=args.public_url)
+    print(f"ctxfst-tui: serving {Path(args.folder).resolve()} at {server.public_url} (ctrl+c stops)", file=sys.stderr)
+    server.serve()
+    return 0
 
 
 def run_app(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="ctxfst-tui", description="Open the CtxFST workbench on a folder.")
     p.add_argument("folder", nargs="?", default=".", help="folder of .md / .ctxfst.md / .txt documents")
     p.add_argument("--version", action="version", version=f"ctxfst-tui {__version__}")
-    p.add_argument("--model", default=None, help="a GGUF for model jobs (default: the bundled model), or the served model with --endpoint")
-    p.add_argument("--endpoint", default=None, help="an OpenAI-compatible server for model jobs")
-    p.add_argument("--n-ctx", type=int, default=None)
-    p.add_argument("--threads", type=int, default=None)
+    _add_app_model_options(p)
     args = p.parse_args(argv)
     folder = Path(args.folder)
     if not folder.is_dir():
