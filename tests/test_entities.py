@@ -464,3 +464,54 @@ def test_unparseable_documents_are_left_alone(tmp_path, ws_dir):
     ws = Workspace.load(ws_dir)
     rec = merge_entities(ws, "entity:javascript", ["entity:js"])
     assert sorted(c.path.name for c in rec.changes) == ["a.md", "b.md"]
+
+
+def test_forget_drops_the_records_of_a_replaced_document_and_keeps_the_others(tmp_path):
+    """After a document is re-read from disk its records can never apply; they must not block the rest."""
+    from ctxfst_tui.core.entities import UndoRecord, DocChange, UndoStack, combine
+
+    a, b = tmp_path / "a.md", tmp_path / "b.md"
+    stack = UndoStack()
+    stack.push(UndoRecord("edit", "edit b", [DocChange(b, 1, "b0", "b1")]))
+    stack.push(UndoRecord("edit", "edit a", [DocChange(a, 0, "a0", "a1")]))
+    stack.push(UndoRecord("edit", "edit both", [DocChange(a, 0, "a1", "a2"), DocChange(b, 1, "b1", "b2")]))
+    assert stack.forget(a) == 2
+    assert stack.can_undo and [r.description for r in stack._undo] == ["edit b"]
+    merged = combine("two steps", [UndoRecord("merge", "1", [DocChange(a, 0, "x", "y")]),
+                                   UndoRecord("alias", "2", [DocChange(a, 0, "y", "z"), DocChange(b, 1, "p", "p")])])
+    assert [(c.path, c.before, c.after) for c in merged.changes] == [(a, "x", "z")]  # b is unchanged: dropped
+    assert merged.op == "edit" and merged.description == "two steps"
+
+
+def test_dirty_follows_the_text_against_what_was_last_read_or_written(tmp_path):
+    from ctxfst_tui.core.document import Document
+
+    path = tmp_path / "d.md"
+    path.write_bytes(b"\xef\xbb\xbfline one\r\nline two\r\n")
+    doc = Document.load(path)
+    assert not doc.dirty
+    doc.replace_text(doc.text.replace("one", "1"))
+    assert doc.dirty
+    doc.replace_text(doc.text.replace("1", "one"))
+    assert not doc.dirty  # edited back: nothing to save
+    doc.replace_text(doc.text + "line three\r\n")
+    assert doc.save() and not doc.dirty
+    assert path.read_bytes() == b"\xef\xbb\xbfline one\r\nline two\r\nline three\r\n"
+
+
+def test_session_reload_from_disk_forgets_only_when_the_text_changed(tmp_path):
+    from ctxfst_tui.core.document import Document
+    from ctxfst_tui.core.entities import Workspace, add_alias
+    from ctxfst_tui.ui.session import Session
+
+    path = tmp_path / "doc.md"
+    path.write_text("---\nentities:\n  - id: entity:js\n    name: JavaScript\nchunks: []\n---\n")
+    session = Session(tmp_path)
+    session.adopt(Workspace([Document.load(path)], tmp_path))
+    session.run(add_alias, "entity:js", "JS")
+    session.workspace.save()
+    assert not session.replace_document(Document.load(path))  # our own save read back: same text
+    assert session.undo.can_undo
+    path.write_text(path.read_text() + "\nAppended by another program.\n")
+    assert session.replace_document(Document.load(path))
+    assert not session.undo.can_undo  # the alias record described text that is gone

@@ -293,7 +293,7 @@ def _acronym_keys(long: str) -> dict[str, str]:
     return out
 
 
-def _acronym_of(short: str, long: str) -> str | None:
+def acronym_of(short: str, long: str) -> str | None:
     """How ``short`` abbreviates ``long`` ("words" / "camel"), or None."""
     s = fingerprint(short)
     if not (2 <= len(s) <= 6) or not s.isalpha() or " " in short.strip() or len(fingerprint(long)) <= len(s) + 1:
@@ -322,7 +322,7 @@ def _phrase_abbreviation(short: str, long: str) -> bool:
             return False
         if sf[i] == wf[j] and match(i + 1, j + 1):
             return True
-        if _NUMERONYM.fullmatch(sf[i]) and _numeronym_of(sf[i], wf[j]) and match(i + 1, j + 1):
+        if _NUMERONYM.fullmatch(sf[i]) and numeronym_of(sf[i], wf[j]) and match(i + 1, j + 1):
             abbreviated[0] = True
             return True
         if sf[i].isalpha() and 2 <= len(sf[i]) <= 5:
@@ -335,7 +335,7 @@ def _phrase_abbreviation(short: str, long: str) -> bool:
     return match(0, 0) and abbreviated[0]
 
 
-def _numeronym_of(short: str, long: str) -> bool:
+def numeronym_of(short: str, long: str) -> bool:
     m = _NUMERONYM.fullmatch(fingerprint(short))
     letters = "".join(ch for ch in fingerprint(long) if ch.isalpha())
     return bool(m) and int(m.group(2)) >= 2 and len(letters) - 2 == int(m.group(2)) and letters[0] == m.group(1) and letters[-1] == m.group(3)
@@ -604,7 +604,7 @@ class _Pairs:
                             if ids_a:
                                 for ia in sorted(ids_a):
                                     for ib in sorted(ids_b - {ia}):
-                                        defined = _acronym_of(b, a) or _numeronym_of(b, a) or _acronym_of(a, b) or _numeronym_of(a, b)
+                                        defined = acronym_of(b, a) or numeronym_of(b, a) or acronym_of(a, b) or numeronym_of(a, b)
                                         self.add(ia, ib, "sure" if defined else "review", 88 if defined else 72,
                                                  f"chunk {cid} writes '{m.group(0).strip()}'", curated=False)
                                 break

@@ -58,7 +58,7 @@ from typing import Any
 
 from rapidfuzz.distance import OSA
 
-from .aliases import _acronym_of, _numeronym_of, fingerprint, suggest_clusters
+from .aliases import acronym_of, numeronym_of, fingerprint, suggest_clusters
 from .chunk_tags import BodyChunk
 from .document import Document, Entry, jsonable
 from .validate import NEGATION
@@ -960,7 +960,7 @@ class _Diagnosis:
                             alias = m.group(1).rstrip(".")
                             if fingerprint(alias) in known or (e.id, fingerprint(alias)) in seen:
                                 continue
-                            if not (_acronym_of(alias, form) or _numeronym_of(alias, form)):
+                            if not (acronym_of(alias, form) or numeronym_of(alias, form)):
                                 continue
                             seen.add((e.id, fingerprint(alias)))
                             self.add("entity_linking", "info", "entity-alias-candidate", [c.id],

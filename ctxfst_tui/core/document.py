@@ -69,6 +69,7 @@ class Document:
         self.load_findings: list[Finding] = []
         self.text = ""
         self.had_bom = False
+        self._saved_text = ""  # the text as last read or written: dirty compares against it, no re-encoding
         self.newline = "\n"
         self.frontmatter: fmt.Frontmatter | None = None
         self.frontmatter_error: fmt.FrontmatterError | None = None
@@ -107,6 +108,7 @@ class Document:
             self._reindex()
             return
         self.readable = True
+        self._saved_text = self.text
         self.newline = detect_newline(self.text)
         self._reindex()
 
@@ -198,7 +200,7 @@ class Document:
     # ------------------------------------------------------------ editing
     @property
     def dirty(self) -> bool:
-        return self.encoded() != self.raw
+        return self.text != self._saved_text
 
     def encoded(self) -> bytes:
         return ((BOM if self.had_bom else "") + self.text).encode("utf-8")
@@ -392,6 +394,7 @@ class Document:
             return False
         write_atomic(target, data)
         self.raw = data
+        self._saved_text = self.text
         self.path = target
         return True
 

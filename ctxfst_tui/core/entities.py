@@ -151,6 +151,29 @@ class UndoStack:
         self._undo.clear()
         self._redo.clear()
 
+    def forget(self, path: Path) -> int:
+        """Drop every record touching ``path`` (its text was replaced, e.g. re-read from disk):
+        they could never apply again and would block the records below them. Returns how many."""
+        before = len(self._undo) + len(self._redo)
+        self._undo = [r for r in self._undo if path not in r.paths]
+        self._redo = [r for r in self._redo if path not in r.paths]
+        return before - len(self._undo) - len(self._redo)
+
+
+def combine(description: str, records: list[UndoRecord]) -> UndoRecord:
+    """One record for several applied in sequence: each document's first 'before', last 'after'."""
+    changes: dict[Any, DocChange] = {}
+    for record in records:
+        for c in record.changes:
+            key = c.path if c.path is not None else c.index
+            if key in changes:
+                changes[key].after = c.after
+            else:
+                changes[key] = DocChange(c.path, c.index, c.before, c.after)
+    kept = [c for c in changes.values() if c.before != c.after]
+    op = records[0].op if len(records) == 1 else "edit"
+    return UndoRecord(op, description, kept)
+
 
 # ---------------------------------------------------------------- workspace
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.document import Document
-from ..core.entities import DocChange, EntityOpError, UndoRecord, UndoStack, Workspace
+from ..core.entities import EntityOpError, UndoRecord, UndoStack, Workspace, combine
 from .report import display_path
 
 Step = tuple[Callable[..., Any], tuple, dict]
@@ -61,7 +61,10 @@ class Session:
             return False
         for i, held in enumerate(ws.docs):
             if held.path == doc.path:
+                if held.readable and doc.readable and held.text == doc.text and not held.dirty:
+                    return False  # the same text: keep the held document and its undo history
                 ws.docs[i] = doc
+                self.undo.forget(doc.path)  # its records describe text that is gone
                 self.version += 1
                 return True
         return False
@@ -141,18 +144,3 @@ class Session:
         if record is not None:
             self.version += 1
         return record
-
-
-def combine(description: str, records: list[UndoRecord]) -> UndoRecord:
-    """One record for several applied in sequence: each document's first 'before', last 'after'."""
-    changes: dict[Any, DocChange] = {}
-    for record in records:
-        for c in record.changes:
-            key = c.path if c.path is not None else c.index
-            if key in changes:
-                changes[key].after = c.after
-            else:
-                changes[key] = DocChange(c.path, c.index, c.before, c.after)
-    kept = [c for c in changes.values() if c.before != c.after]
-    op = records[0].op if len(records) == 1 else "edit"
-    return UndoRecord(op, description, kept)
