@@ -1,0 +1,86 @@
+"""The status bar: the open document's verdict, its chunks and tokens, unsaved edits, the model job.
+
+One line at the bottom of the workbench that answers "where am I and is it all right?" without
+the overview being on screen (on short terminals it is not). It renders what the screen hands
+it; it computes nothing.
+"""
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from ..report import DocumentStatus
+
+STATE_STYLE = {"valid": "$text-success", "warnings": "$text-warning", "errors": "$text-error"}
+GLYPH = {"valid": "✓", "warnings": "▲", "errors": "✗"}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+class StatusBar(Static, can_focus=False):
+    """``✓ runbook.ctxfst.md · valid │ 14 chunks · 5,210 tokens │ ● 2 unsaved │ model: Contextualizing``."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, markup=False)
+        self.document: str | None = None
+        self.status: DocumentStatus | None = None
+        self.deleted = False
+        self.chunks: tuple[int, int, str] | None = None  # count, total tokens, what they are
+        self.unsaved = 0
+        self.job: str | None = None
+        self.text = ""  # the line as plain text (for tests and screen readers)
+
+    def on_mount(self) -> None:
+        self._render_line()
+
+    # ------------------------------------------------------------ what the screen hands down
+    def show_document(self, name: str | None, status: DocumentStatus | None = None, deleted: bool = False) -> None:
+        if name != self.document:
+            self.chunks = None
+        self.document, self.status, self.deleted = name, status, deleted
+        self._render_line()
+
+    def show_chunks(self, count: int, tokens: int, what: str = "") -> None:
+        self.chunks = (count, tokens, what)
+        self._render_line()
+
+    def show_unsaved(self, count: int) -> None:
+        self.unsaved = count
+        self._render_line()
+
+    def show_job(self, title: str | None) -> None:
+        self.job = title
+        self._render_line()
+
+    # ------------------------------------------------------------ rendering
+    def _render_line(self) -> None:
+        parts: list[Content] = []
+        if self.document is None:
+            parts.append(Content.styled("No document open", "$text-muted"))
+        elif self.deleted:
+            parts.append(Content.assemble(("✗ ", "$text-error bold"), (self.document, "bold"),
+                                          (" · deleted on disk", "$text-error")))
+        else:
+            doc = Content.styled(self.document, "bold")
+            if self.status is not None:
+                s = self.status
+                detail = ["valid" if s.valid else "invalid"]
+                if s.errors:
+                    detail.append(_plural(s.errors, "error"))
+                if s.warnings:
+                    detail.append(_plural(s.warnings, "warning"))
+                style = STATE_STYLE[s.state]
+                doc = Content.assemble((GLYPH[s.state] + " ", f"{style} bold"), doc, (" · " + ", ".join(detail), style))
+            parts.append(doc)
+            if self.chunks is not None:
+                count, tokens, _what = self.chunks
+                parts.append(Content(f"{_plural(count, 'chunk')} · {_plural(tokens, 'token')}"))
+        if self.unsaved:
+            parts.append(Content.styled(f"● {self.unsaved} unsaved (ctrl+s)", "$text-warning"))
+        if self.job:
+            parts.append(Content.styled(f"model: {self.job}", "$text-accent"))
+        line = Content(" │ ").join(parts)
+        self.text = line.plain
+        self.update(line)
