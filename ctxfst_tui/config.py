@@ -312,22 +312,26 @@ class State:
         return self.folders.get(self._key(folder)) or FolderState()
 
     def document_in(self, folder: Path | str) -> Path | None:
-        """The document last open in ``folder``, if it is still a file inside it."""
+        """The document last open in ``folder``, if it is still a file inside it; as ``folder / rel``,
+        the form the folder scan (``iter_documents(folder)``) gives its paths."""
         rel = self.folder_state(folder).document
         if not rel:
             return None
         base = Path(self._key(folder))
-        doc = (base / rel).resolve()
-        return doc if doc.is_relative_to(base) and doc.is_file() else None
+        resolved = (base / rel).resolve()
+        return Path(folder) / rel if resolved.is_relative_to(base) and resolved.is_file() else None
 
     def remember(self, folder: Path | str, document: Path | str | None = None, tab: str | None = None,
                  layout: Mapping[str, Any] | None = None) -> None:
-        """Record ``folder`` as the last one and what was open in it (most recent folders kept)."""
+        """Record ``folder`` as the last one and what was open in it (most recent folders kept).
+
+        ``document`` as the app holds it (absolute, or relative to the working directory like the
+        folder); stored relative to the folder, and forgotten if it lies outside.
+        """
         key = self._key(folder)
         rel = None
         if document is not None:
-            doc = Path(document)
-            doc = (Path(key) / doc if not doc.is_absolute() else doc).resolve()
+            doc = Path(document).expanduser().resolve()
             rel = doc.relative_to(key).as_posix() if doc.is_relative_to(key) else None
         self.folders.pop(key, None)
         self.folders[key] = FolderState(rel, tab, dict(layout or {}))

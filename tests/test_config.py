@@ -201,15 +201,26 @@ def test_state_round_trip_per_folder(tmp_path: Path) -> None:
     write(b / "two.md", "y")
     state = State(theme="ctxfst-light", model={"source": "gguf", "model_path": "/m.gguf", "n_ctx": 2048})
     state.remember(a, a / "sub" / "one.md", tab="chunks", layout={"tree_width": 30})
-    state.remember(b, "two.md", tab="source")
+    state.remember(b, b / "two.md", tab="source")
     assert save_state(state) is None
     loaded, problems = load_state()
     assert problems == [] and loaded == state
     assert loaded.last_folder == str(b.resolve())
-    assert loaded.document_in(a) == (a / "sub" / "one.md").resolve()  # each folder its own document
-    assert loaded.document_in(b) == (b / "two.md").resolve()
+    assert loaded.document_in(a) == a / "sub" / "one.md"  # each folder its own document
+    assert loaded.document_in(b) == b / "two.md"
     assert loaded.folder_state(a).tab == "chunks" and loaded.folder_state(a).layout == {"tree_width": 30}
     assert json.loads(cfg.state_path().read_text())["folders"][str(a.resolve())]["document"] == "sub/one.md"
+
+
+def test_restored_document_has_the_form_the_folder_scan_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxfst_tui.core.workspace import iter_documents
+
+    write(tmp_path / "docs" / "sub" / "n.md", "x")
+    monkeypatch.chdir(tmp_path)
+    state = State()
+    state.remember(Path("docs"), Path("docs/sub/n.md"))
+    assert state.folder_state(tmp_path / "docs").document == "sub/n.md"  # same folder, however named
+    assert state.document_in(Path("docs")) in iter_documents(Path("docs"))
 
 
 def test_state_forgets_documents_that_are_gone_or_outside(tmp_path: Path) -> None:
