@@ -10,6 +10,9 @@ UI thread, as one undoable edit of the session.
 * :class:`ModelService` – creates the backend lazily (in the worker, where the model also
   loads), reuses it for every job, and retires it when the settings change.
 * :class:`Job` – what runs, on which document, and its cancel ``threading.Event``.
+* Summary trees: :func:`open_novel` (segment a manuscript, read its summary store) and
+  :func:`summarize_job` (summarize a subtree or the whole book); the pane sees the tree only
+  as :class:`SummaryNodeView` copies, made in the worker as each node starts and finishes.
 """
 from __future__ import annotations
 
@@ -24,7 +27,9 @@ from ..core.document import Document
 from ..core.entities import EntityOpError, UndoRecord, Workspace
 from ..core.extract import Proposals, apply_proposals, extract_entities
 from ..core.llm import EndpointError, ModelError, ModelNotFound, backend_info, make_backend
-from .messages import JobFinished, JobProgress
+from ..core.summary import NovelSession, SegmentError, StoreError, SummaryProgress, SummaryReport, SummarySettings
+from ..core.summary.tree import Node
+from .messages import JobFinished, JobProgress, SummaryNodeChanged
 
 PROGRESS_INTERVAL = 0.1  # at most ~10 progress messages a second
 SOURCES = ("bundled", "gguf", "endpoint")
@@ -158,7 +163,7 @@ class ModelService:
 class Job:
     """One model job on one document. ``cancel`` is handed to the core (checked between tokens)."""
 
-    kind: str  # "contextualize" | "extract"
+    kind: str  # "contextualize" | "extract" | "summarize"
     path: Path
     label: str  # the document as shown (relative to the workspace root)
     model: str = ""  # what runs it, for messages
@@ -166,13 +171,19 @@ class Job:
     started: float = field(default_factory=time.monotonic)
     total: int = 0
     fatal: str | None = None  # a model error that made the job stop early (set by the worker)
+    node: str | None = None  # summarize: the subtree's node id (None: the whole book)
+    scope: str = ""  # summarize: the subtree as shown ("Chapter Two", "the book")
 
     @property
     def title(self) -> str:
+        if self.kind == "summarize":
+            return f"Summarizing {self.scope or 'the book'} of {self.label}"
         return f"Contextualizing {self.label}" if self.kind == "contextualize" else f"Extracting entities from {self.label}"
 
     @property
     def name(self) -> str:
+        if self.kind == "summarize":
+            return "summarizing the novel"
         return "contextualizing the document" if self.kind == "contextualize" else "extracting entities"
 
     @property
@@ -318,6 +329,125 @@ def chunk_counts(doc: Document | None) -> tuple[int, int]:
     ids = [c for c in doc.chunks if isinstance(c.id, str)]
     present = sum(1 for c in ids if isinstance(c.data, dict) and isinstance(c.data.get("context"), str) and c.data["context"].strip())
     return len(ids), present
+
+
+# ---------------------------------------------------------------- summary trees of novels
+
+
+@dataclass(frozen=True)
+class SummaryNodeView:
+    """One node of a summary tree as the pane shows it: a copy taken in the worker, so the UI never
+    reads the tree a running job is changing. ``span``: the node's text in the manuscript, heading
+    included; ``children``: the ids of its children, in order."""
+
+    id: str
+    kind: str
+    title: str
+    words: int
+    status: str
+    summary: str | None = None
+    flags: tuple[str, ...] = ()
+    rejected: tuple[str, ...] = ()
+    span: tuple[int, int] = (0, 0)
+    children: tuple[str, ...] = ()
+    front_matter: bool = False
+
+
+def node_view(node: Node) -> SummaryNodeView:
+    start = node.heading[0] if node.heading is not None else node.start
+    return SummaryNodeView(node.id, node.kind, node.title, node.words, node.status, node.summary, tuple(node.flags),
+                           tuple(node.rejected), (min(start, node.start), node.end), tuple(c.id for c in node.children),
+                           node.front_matter)
+
+
+@dataclass(frozen=True)
+class NovelView:
+    """A whole summary tree for the pane: the manuscript's text (never changed) and every node, book first."""
+
+    path: Path
+    title: str
+    text: str
+    nodes: tuple[SummaryNodeView, ...]
+    store: Path
+    scope_sizes: dict[str, int] = field(default_factory=dict)  # node id -> nodes a run of its subtree visits
+
+    @property
+    def root(self) -> SummaryNodeView:
+        return self.nodes[0]
+
+
+def novel_view(session: NovelSession) -> NovelView:
+    root = session.manuscript.root
+    sizes: dict[str, int] = {}
+    for node in root.post_order():
+        if node.front_matter:
+            sizes[node.id] = 0
+        else:
+            sizes[node.id] = 1 + sum(sizes[c.id] for c in node.children)
+    return NovelView(session.path, root.title, session.manuscript.text, tuple(node_view(n) for n in root.walk()),
+                     session.store, sizes)
+
+
+def open_novel(path: Path, session: NovelSession | None = None) -> tuple[NovelSession | None, NovelView | None, str | None]:
+    """Segment the manuscript at ``path`` and read its summary store (or ``session.reload()``, marking
+    stale nodes): (session, view, None), or (None, None, a one-line error)."""
+    try:
+        if session is not None:
+            session.reload()
+        else:
+            session = NovelSession.open(path)
+    except (SegmentError, StoreError) as exc:
+        return None, None, str(exc)
+    except OSError as exc:
+        return None, None, f"{path.name}: cannot read: {exc.strerror or exc}"
+    except UnicodeDecodeError:
+        return None, None, f"{path.name}: not UTF-8 text"
+    return session, novel_view(session), None
+
+
+@dataclass
+class SummaryOutcome:
+    """What a summary job hands back: the run's counts and the whole tree as it ended."""
+
+    report: SummaryReport | None
+    view: NovelView
+
+
+def summarize_job(models: ModelService, job: Job, session: NovelSession, settings: SummarySettings,
+                  post: Callable[[Any], Any]) -> JobFinished:
+    """Summarize ``job.node``'s subtree (or the book) of ``session``'s novel; the store is saved as it goes.
+
+    Each node that starts or finishes is posted as a :class:`SummaryNodeChanged` (never dropped);
+    the progress line (node i of n, ETA) as throttled :class:`JobProgress` messages.
+    """
+    reporter = Reporter(job, post)
+    reporter.update(force=True, unit="node")
+    index = {n.id: n for n in session.manuscript.root.walk()}
+
+    def progress(p: SummaryProgress) -> None:
+        job.total = p.total
+        running = p.status == "running"
+        node = index.get(p.node_id)
+        if running and node is not None:
+            post(SummaryNodeChanged(job, node_view(node)))
+        # forced when a node starts: a long model call must not leave the line on the node before
+        reporter.update(force=running or p.index >= p.total, phase="running", done=p.index - (1 if running else 0),
+                        total=p.total, chunk_id=p.node_id, eta=p.eta, model_calls=p.model_calls,
+                        cache_hits=p.cache_hits, unit="node", current=p.title)
+
+    def finished(node: Node) -> None:
+        post(SummaryNodeChanged(job, node_view(node)))
+
+    report: SummaryReport | None = None
+    try:
+        backend = _model(models, job, reporter)
+        report = session.summarize(backend, settings, only=job.node, cancel=job.cancel, progress=progress,
+                                   on_node=finished)
+    except (ModelError, StoreError, KeyError, OSError) as exc:
+        error = str(exc) if not isinstance(exc, KeyError) else f"no node {exc.args[0]!r} in the tree"
+        return JobFinished(job, result=SummaryOutcome(report, novel_view(session)), error=error)
+    error = job.fatal or (report.error or None)
+    return JobFinished(job, result=SummaryOutcome(report, novel_view(session)), error=error)
 
 
 # ---------------------------------------------------------------- applying results (session operations)

@@ -16,7 +16,8 @@ from .analysis import DiagnosisItem, EntityInfo, WorkspaceAnalysis
 from .report import DocumentReport, DocumentStatus
 
 if TYPE_CHECKING:
-    from .jobs import Job
+    from ..core.summary import NovelSession
+    from .jobs import Job, NovelView, SummaryNodeView
 
 
 class DocumentSelected(Message):
@@ -151,13 +152,16 @@ class FixRequested(Message):
 
 
 class JobProgress(Message):
-    """A model job's progress: ``done`` chunks of ``total``; ``phase`` starting / loading / running.
+    """A model job's progress: ``done`` units (chunks, or nodes of a summary tree) of ``total``;
+    ``phase`` starting / loading / running; ``eta`` seconds left when the job can tell, ``current``
+    what it works on as shown.
 
     Posted at most ~10 times a second by the worker; a queued one is replaced by a newer one.
     """
 
     def __init__(self, job: "Job", phase: str = "running", done: int = 0, total: int = 0, chunk_id: str = "",
-                 tokens_per_second: float = 0.0, model_calls: int = 0, cache_hits: int = 0, live_tokens: int = 0) -> None:
+                 tokens_per_second: float = 0.0, model_calls: int = 0, cache_hits: int = 0, live_tokens: int = 0,
+                 unit: str = "chunk", eta: float | None = None, current: str = "") -> None:
         super().__init__()
         self.job = job
         self.phase = phase
@@ -168,6 +172,9 @@ class JobProgress(Message):
         self.model_calls = model_calls
         self.cache_hits = cache_hits
         self.live_tokens = live_tokens
+        self.unit = unit
+        self.eta = eta
+        self.current = current
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, JobProgress) and message.job is self.job
@@ -182,3 +189,36 @@ class JobFinished(Message):
         self.job = job
         self.result = result
         self.error = error
+
+
+class NovelOpened(Message):
+    """A worker segmented a manuscript and read its summary store (``reloaded``: after ``r``),
+    or could not (``error``, one line)."""
+
+    def __init__(self, path: Path, session: "NovelSession | None" = None, view: "NovelView | None" = None,
+                 error: str | None = None, reloaded: bool = False) -> None:
+        super().__init__()
+        self.path = path
+        self.session = session
+        self.view = view
+        self.error = error
+        self.reloaded = reloaded
+
+
+class SummaryNodeChanged(Message):
+    """A summary job started or finished one node (a copy of it). Never dropped or replaced."""
+
+    def __init__(self, job: "Job", view: "SummaryNodeView") -> None:
+        super().__init__()
+        self.job = job
+        self.view = view
+
+
+class SummarizeRequested(Message):
+    """Summarize the subtree of ``node_id`` (None: the whole book) of the novel shown;
+    ``label`` says which as the user sees it ("Chapter Two › Scene 1")."""
+
+    def __init__(self, node_id: str | None, label: str) -> None:
+        super().__init__()
+        self.node_id = node_id
+        self.label = label

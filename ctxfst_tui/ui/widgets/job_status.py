@@ -1,4 +1,4 @@
-"""The job status line: what the model is doing, chunk i of n, tokens/s, elapsed, a progress bar.
+"""The job status line: what the model is doing, chunk (or node) i of n, ETA, tokens/s, elapsed, a progress bar.
 
 Shown only while a model job runs; it renders what the screen hands it (JobProgress) and
 ticks the elapsed time itself, so a long model call never looks frozen.
@@ -76,7 +76,9 @@ class JobStatus(Horizontal, can_focus=False):
             parts.append(Content(f"loading {job.model or 'the model'}…"))
         if p is not None and p.total and p.phase == "running":
             current = min(p.done + (0 if p.done >= p.total else 1), p.total)
-            parts.append(Content(f"chunk {current} of {p.total}"))
+            parts.append(Content(f"{p.unit} {current} of {p.total}"))
+            if p.eta is not None and p.done < p.total:
+                parts.append(Content(f"ETA {format_duration(p.eta)}"))
         if p is not None and p.tokens_per_second:
             parts.append(Content(f"{p.tokens_per_second:.1f} tok/s"))
         if p is not None and p.cache_hits:
