@@ -31,13 +31,14 @@ from ..core.preview import Budget, Previewer
 from ..core.workspace import iter_documents
 from .analysis import Analyser
 from .commands import WorkbenchCommands
-from .jobs import BackendFactory, Job, ModelService, ModelSettings
+from .jobs import BackendFactory, Job, ModelService, ModelSettings, open_novel
 from .messages import (
     ChunksComputed,
     DocumentConverted,
     DocumentLoaded,
     DocumentsListed,
     JobFinished,
+    NovelOpened,
     StatusesValidated,
     WorkspaceAnalysed,
     WorkspaceLoaded,
@@ -73,6 +74,7 @@ class WorkbenchApp(App[None]):
         STYLES / "entity_panel.tcss",
         STYLES / "diagnosis_pane.tcss",
         STYLES / "job_status.tcss",
+        STYLES / "summary_tree.tcss",
     ]
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     UNDO = Binding.Group("Undo/redo")
@@ -146,6 +148,14 @@ class WorkbenchApp(App[None]):
     def action_extract_entities(self) -> None:
         if (screen := self._workbench()) is not None:
             screen.extract_entities()
+
+    def action_summarize_node(self) -> None:
+        if (screen := self._workbench()) is not None:
+            screen.summarize(book=False)
+
+    def action_summarize_book(self) -> None:
+        if (screen := self._workbench()) is not None:
+            screen.summarize(book=True)
 
     def action_cancel_job(self) -> None:
         job = self.job
@@ -263,6 +273,15 @@ class WorkbenchApp(App[None]):
         analysis = self.analyser.analyse(snapshots, root, version, cancelled=lambda: worker.is_cancelled)
         if analysis is not None and not worker.is_cancelled:
             reply_to.post_message(WorkspaceAnalysed(analysis))
+
+    @work(thread=True, group="novel", exclusive=True, exit_on_error=False, name="segmenting the novel")
+    def open_novel(self, path: Path, reply_to: MessagePump, session: Any = None) -> None:
+        """Segment a manuscript and read its summary store (a 700 KB novel takes a while); with
+        ``session`` (a NovelSession no job is using): read it again, marking stale nodes."""
+        worker = get_current_worker()
+        opened, view, error = open_novel(path, session)
+        if not worker.is_cancelled:
+            reply_to.post_message(NovelOpened(path, opened, view, error, reloaded=session is not None))
 
     def model_busy(self) -> bool:
         """True (and says so) while a model job runs: the model does one job at a time."""

@@ -12,12 +12,17 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 if TYPE_CHECKING:
     from .app import WorkbenchApp
 
-# (name, help, App action, when it is offered: "document" needs an open document, "job" a running job)
+# (name, help, App action, when it is offered: "document" needs an open document, "job" a running job,
+# "novel" an open document that can be a manuscript: .txt or .md)
 COMMANDS: list[tuple[str, str, str, str]] = [
     ("Contextualize document", "Write a retrieval note into the context of each chunk of the open document (model job)",
      "contextualize", "document"),
     ("Extract entities", "Propose entities and chunk links for the open document (model job), review them, then apply",
      "extract_entities", "document"),
+    ("Summarize selected node", "Summarize the summary tree's highlighted node and what is under it (model job)",
+     "summarize_node", "novel"),
+    ("Summarize book", "Summarize the whole novel shown in the Summary tab: scenes, chapters, the book (model job)",
+     "summarize_book", "novel"),
     ("Cancel model job", "Stop the running model job (escape)", "cancel_job", "job"),
     ("Model settings", "Backend, model path, context size, threads; bundled model, another GGUF or an endpoint",
      "model_settings", ""),
@@ -44,6 +49,8 @@ class WorkbenchCommands(Provider):
             if needs == "job" and app.job is None:
                 continue
             if needs == "document" and (screen is None or screen.current is None):
+                continue
+            if needs == "novel" and (screen is None or not screen.is_manuscript(screen.current)):
                 continue
             yield name, help_text, getattr(app, f"action_{action}")
 

@@ -1,4 +1,4 @@
-"""The workbench screen: tree on the left; summary and findings over Source / Chunks / Entities / Diagnosis.
+"""The workbench screen: tree on the left; summary and findings over Source / Chunks / Entities / Diagnosis / Summary.
 
 The screen mediates: panes post intents (DocumentSelected, FindingSelected, MergeRequested,
 FixRequested…), the screen calls the core (entity operations and fixes directly, on the
@@ -10,6 +10,10 @@ suggested merges, the diagnosis, the tree's statuses and unsaved markers.
 Model jobs run in the App's ``model`` worker on a snapshot of the open document; their progress
 shows in the job status line, and their results come back here: notes are applied at once (one
 undoable edit), proposed entities only after the review screen confirms them.
+
+The Summary tab shows the open document as a novel's summary tree: the App segments it in a
+worker (only while the tab is shown), this screen holds the NovelSession, and a summary job
+runs on it in the ``model`` worker; the pane gets copies of the nodes as they start and finish.
 """
 from __future__ import annotations
 
@@ -40,7 +44,19 @@ from ...core.extract import Proposals
 from ...core.fixes import FixError, apply_fix
 from ...core.preview import Budget
 from ..analysis import DiagnosisItem, EntityInfo
-from ..jobs import Job, chunk_counts, contextualize_job, extract_job, format_duration, write_notes, write_proposals
+from ...core.summary import NovelSession, SummarySettings
+from ..jobs import (
+    Job,
+    SummaryOutcome,
+    chunk_counts,
+    contextualize_job,
+    extract_job,
+    format_duration,
+    novel_view,
+    summarize_job,
+    write_notes,
+    write_proposals,
+)
 from ..messages import (
     ChunksComputed,
     DiagnosisChosen,
@@ -54,7 +70,10 @@ from ..messages import (
     JobFinished,
     JobProgress,
     MergeRequested,
+    NovelOpened,
     StatusesValidated,
+    SummarizeRequested,
+    SummaryNodeChanged,
     WorkspaceAnalysed,
     WorkspaceLoaded,
     WorkspaceSaved,
@@ -68,6 +87,8 @@ from ..widgets.entity_panel import EntityPanel, EntityTable
 from ..widgets.findings_pane import FindingsPane
 from ..widgets.job_status import JobStatus
 from ..widgets.source_view import SourceView
+from ..widgets.summary_tree import EMPTY as NO_NOVEL
+from ..widgets.summary_tree import SummaryPane
 from .confirm import ConfirmScreen
 from .contextualize import ContextualizeScreen
 from .diff import DiffScreen
@@ -79,7 +100,15 @@ if TYPE_CHECKING:
     from ..session import Session
 
 WORKSPACE_TABS = {"entities-tab", "diagnosis-tab"}
-TABS = {"source-tab": "#source", "chunks-tab": "#chunk-map", "entities-tab": "#entity-table", "diagnosis-tab": "#diagnosis-tree"}
+FULL_HEIGHT_TABS = WORKSPACE_TABS | {"summary-tab"}  # the open document's summary and findings step aside
+TABS = {"source-tab": "#source", "chunks-tab": "#chunk-map", "entities-tab": "#entity-table", "diagnosis-tab": "#diagnosis-tree",
+        "summary-tab": "#summary-tree"}
+MANUSCRIPT_SUFFIXES = (".txt", ".md")  # what the Summary tab opens as a novel (not .ctxfst.md)
+
+
+def is_manuscript(path: Path | None) -> bool:
+    name = path.name.lower() if path is not None else ""
+    return name.endswith(MANUSCRIPT_SUFFIXES) and not name.endswith(".ctxfst.md")
 
 
 def _fold(s: str) -> str:
@@ -102,6 +131,7 @@ class WorkbenchScreen(Screen[None]):
         Binding("2", "show_tab('chunks-tab')", "Chunks", id="show-chunks", group=TABS),
         Binding("3", "show_tab('entities-tab')", "Entities", id="show-entities", group=TABS),
         Binding("4", "show_tab('diagnosis-tab')", "Diagnosis", id="show-diagnosis", group=TABS),
+        Binding("5", "show_tab('summary-tab')", "Summary", id="show-summary", group=TABS),
     ]
 
     def __init__(self, root: Path) -> None:
@@ -114,6 +144,10 @@ class WorkbenchScreen(Screen[None]):
         self._jump: DiagnosisItem | None = None  # a finding to show once its document is open
         self._discard: Path | None = None  # a document whose unsaved edits the user agreed to drop
         self._analysed_version = -1
+        self.novel: NovelSession | None = None  # the novel the Summary tab shows (None while it is read)
+        self.novel_path: Path | None = None  # its path (set as soon as it is asked for)
+        self._summary_session: NovelSession | None = None  # the novel a summary job is working on
+        self._focus_summary = False  # focus the summary tree once the novel is shown (the user pressed 5)
 
     @property
     def workbench(self) -> "WorkbenchApp":
@@ -140,6 +174,8 @@ class WorkbenchScreen(Screen[None]):
                         yield EntityPanel(id="entities")
                     with TabPane("Diagnosis", id="diagnosis-tab"):
                         yield DiagnosisPane(id="diagnosis")
+                    with TabPane("Summary", id="summary-tab"):
+                        yield SummaryPane(id="summary-pane")
         yield JobStatus(id="job-status")
         yield Footer()
 
@@ -502,15 +538,22 @@ class WorkbenchScreen(Screen[None]):
 
     def job_cancelling(self, job: Job) -> None:
         self.query_one(JobStatus).show_cancelling()
+        pane = self.query_one(SummaryPane)
+        if pane.job is job:
+            pane.show_cancelling()
 
     @on(JobProgress)
     def _job_progress(self, message: JobProgress) -> None:
         self.query_one(JobStatus).show_progress(message)
+        self.query_one(SummaryPane).show_progress(message)
 
     @on(JobFinished)
     def _job_finished(self, message: JobFinished) -> None:
         job = message.job
         self.query_one(JobStatus).finish()
+        if job.kind == "summarize":
+            self._summary_finished(message)
+            return
         result = message.result
         if message.error and not (isinstance(result, ContextualizeReport) and result.notes):
             self.notify(message.error, title=f"{job.title}: model error", severity="error", timeout=10)
@@ -567,14 +610,170 @@ class WorkbenchScreen(Screen[None]):
 
         self.app.push_screen(ProposalsScreen(job.label, proposals), answered)
 
+    # ------------------------------------------------------------ summary trees (the Summary tab)
+    def is_manuscript(self, path: Path | None) -> bool:
+        return is_manuscript(path)
+
+    @property
+    def summary_tab_shown(self) -> bool:
+        return self.query_one(TabbedContent).active == "summary-tab"
+
+    def _show_novel(self, path: Path | None) -> None:
+        """Show ``path`` as a novel in the Summary tab: segmented in a worker, or the novel a job runs on."""
+        pane = self.query_one(SummaryPane)
+        if not is_manuscript(path) or path is None:
+            self.novel, self.novel_path = None, None
+            text = NO_NOVEL if path is None else (
+                f"{self.session.label(path)} is a CtxFST document, not a manuscript. {NO_NOVEL}")
+            pane.show_message(text)
+            return
+        if path == self.novel_path:
+            return  # shown, or on its way
+        self.novel_path = path
+        label = self.session.label(path)
+        job = self.workbench.job
+        if job is not None and job.kind == "summarize" and job.path == path and self._summary_session is not None:
+            # The job's own tree (it only changes node states; a copy of each state is taken here).
+            self.novel = self._summary_session
+            pane.show_novel(novel_view(self.novel), label)
+            pane.job_started(job)
+            self._focus_summary_tree()
+            return
+        self.novel = None
+        pane.show_message(f"Reading and segmenting {label}…")
+        self.workbench.open_novel(path, self)
+
+    def _reload_novel(self) -> None:
+        """Read the novel shown again (after its file changed): stale summaries are marked."""
+        path = self.novel_path
+        if path is None:
+            return
+        job = self.workbench.job
+        if job is not None and job.kind == "summarize" and job.path == path:
+            self.notify("The novel is being summarized: escape cancels the job, then r reads it again.",
+                        severity="warning", timeout=4)
+            return
+        session, self.novel = self.novel, None  # nothing runs on it while it is read again
+        if session is None:
+            self.novel_path = None
+            self._show_novel(path)
+            return
+        self.workbench.open_novel(path, self, session)
+
+    def _focus_summary_tree(self) -> None:
+        if self._focus_summary and self.summary_tab_shown:
+            self._focus_summary = False
+            self.query_one(SummaryPane).tree.focus()
+
+    @on(NovelOpened)
+    def _novel_opened(self, message: NovelOpened) -> None:
+        if message.path != self.novel_path:
+            return  # another document was chosen since
+        pane = self.query_one(SummaryPane)
+        label = self.session.label(message.path)
+        if message.error or message.session is None or message.view is None:
+            self.novel = None
+            error = message.error or f"{label}: cannot be read"
+            error = error.replace(str(message.path), label, 1)  # one line, the file as the tree names it
+            pane.show_message(f"✗ {' '.join(error.split())}", error=True)
+            return
+        self.novel = message.session
+        pane.show_novel(message.view, label, keep=message.reloaded)
+        if message.reloaded:
+            stale = sum(1 for v in message.view.nodes if v.status == "stale")
+            what = f"{stale} stale node{'s' if stale != 1 else ''} (~): s makes them again" if stale else "no stale nodes"
+            self.notify(f"Read {label} again: {what}.", timeout=4)
+        self._focus_summary_tree()
+
+    def summarize(self, book: bool) -> None:
+        """The palette's "Summarize selected node" / "Summarize book": on the Summary tab's novel."""
+        if not self.summary_tab_shown:
+            self.action_show_tab("summary-tab")
+        pane = self.query_one(SummaryPane)
+        if pane.view is None or self.novel is None:
+            what = "the book" if book else "a node"
+            self.notify(f"Select a novel (.txt or .md manuscript); once its tree shows, summarize {what} "
+                        f"({'b' if book else 's'}).", severity="warning", timeout=4)
+            return
+        if book:
+            pane.action_summarize_book()
+        else:
+            pane.action_summarize_node()
+
+    @on(SummarizeRequested)
+    def _summarize_requested(self, message: SummarizeRequested) -> None:
+        if self.workbench.model_busy():
+            return
+        session = self.novel
+        pane = self.query_one(SummaryPane)
+        if session is None or pane.view is None or pane.path != session.path:
+            self.notify("The novel is still being read; try again in a moment.", severity="warning", timeout=3)
+            return
+        label = self.session.label(session.path)
+        total = pane.view.scope_sizes.get(message.node_id or pane.view.root.id, 0)
+        job = Job("summarize", session.path, label, total=total, node=message.node_id, scope=message.label)
+        models = self.workbench.models
+        settings = SummarySettings()
+        if self.workbench.start_job(job, lambda post: summarize_job(models, job, session, settings, post), self):
+            self._summary_session = session
+            self.query_one(JobStatus).start(job)
+            pane.job_started(job)
+
+    @on(SummaryNodeChanged)
+    def _summary_node_changed(self, message: SummaryNodeChanged) -> None:
+        pane = self.query_one(SummaryPane)
+        if pane.job is message.job:
+            pane.update_node(message.view)
+
+    def _summary_finished(self, message: JobFinished) -> None:
+        job = message.job
+        pane = self.query_one(SummaryPane)
+        outcome = message.result if isinstance(message.result, SummaryOutcome) else None
+        self._summary_session = None
+        if pane.job is job:
+            pane.job_ended()
+            if outcome is not None and self.novel_path == job.path:
+                pane.show_novel(outcome.view, job.label, keep=True)
+        report = outcome.report if outcome is not None else None
+        took = format_duration(job.elapsed)
+        if report is None:
+            self.notify(message.error or "The job stopped.", title=f"{job.title}: model error", severity="error", timeout=10)
+            return
+        handled = report.computed + report.reused
+        if message.error and not handled:
+            self.notify(message.error, title=f"{job.title}: model error", severity="error", timeout=10)
+            return
+        lines = []
+        if message.error:
+            lines.append(f"Stopped after {handled} of {report.nodes} nodes: {message.error}")
+        elif report.cancelled:
+            lines.append(f"Cancelled after {handled} of {report.nodes} nodes ({took}); what is done is kept.")
+        else:
+            lines.append(f"{job.scope[:1].upper() + job.scope[1:]} of {job.label} in {took}.")
+        lines.append(report.counts_line())
+        if report.failed:
+            lines.append(f"{report.failed} node{'s' if report.failed != 1 else ''} failed (✗): see the flags beside the summary.")
+        if report.cancelled or message.error:
+            lines.append("Run it again to resume where it stopped.")
+        trouble = bool(report.failed or report.cancelled or message.error)
+        self.notify("\n".join(lines), title="Cancelled" if report.cancelled and not message.error else "Summarized",
+                    severity="warning" if trouble else "information", timeout=8 if trouble else 5)
+
     # ------------------------------------------------------------ keys
     @on(TabbedContent.TabActivated, "#lower")
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        # The workspace-wide panes get the whole height: the open document's summary steps aside.
-        self.set_class(event.pane.id in WORKSPACE_TABS, "-workspace-tab")
+        # The workspace-wide panes and the summary tree get the whole height: the open document's summary steps aside.
+        self.set_class(event.pane.id in FULL_HEIGHT_TABS, "-workspace-tab")
+        if event.pane.id == "summary-tab":
+            self._show_novel(self.current)
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+        if tab == "summary-tab":
+            self._show_novel(self.current)  # before the tab-activated message: the tree may be shown at once
+            if self.query_one(SummaryPane).view is None:
+                self._focus_summary = True  # once the novel is read
+                return
         self.query_one(TABS[tab]).focus()
 
     def action_reload(self) -> None:
@@ -582,6 +781,8 @@ class WorkbenchScreen(Screen[None]):
             self.notify("Select a document first.", severity="warning", timeout=2)
             return
         path = self.current
+        if self.summary_tab_shown and path == self.novel_path:
+            self._reload_novel()
         if not self.session.is_dirty(path):
             self._open(path, reloaded=True, from_disk=True)
             return
@@ -600,6 +801,8 @@ class WorkbenchScreen(Screen[None]):
             self.current_doc = None
         self.current = path
         self.query_one(DocumentTree).mark_opened(path)
+        if self.summary_tab_shown:
+            self._show_novel(path)
         if not reloaded:
             self.query_one(DocumentSummary).show_loading(path)
         data = None if from_disk else self.session.snapshot(path)
