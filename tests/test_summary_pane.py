@@ -1,0 +1,435 @@
+"""Pilot tests for the Summary tab: a novel's summary tree in the workbench — open it (segmented in a
+worker), expand it, summarize a chapter with a fake model and watch the nodes go pending → running →
+done, cancel with escape, a failed node, the summary beside its source, stale nodes after the file
+changes, keys answered while the model works, the layout at 80×24, empty and error states.
+
+The model is a fake backend handed to the App (``backend_factory``), never llama.cpp.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from textual.widgets import TabbedContent, TextArea
+
+from conftest import SAMPLE_DOCS
+from ctxfst_tui.core.llm.base import Cancelled, Completion
+from ctxfst_tui.core.summary import load_store
+from ctxfst_tui.ui.app import WorkbenchApp
+from ctxfst_tui.ui.commands import COMMANDS
+from ctxfst_tui.ui.messages import JobProgress
+from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
+from ctxfst_tui.ui.widgets.job_status import JobStatus
+from ctxfst_tui.ui.widgets.summary_tree import SummaryPane, SummaryTree
+from test_app import SIZE, open_document, settle, started
+from test_model_jobs import notifications, wait_until
+
+STORY = SAMPLE_DOCS / "novels" / "the-keeper-of-gull-rock.txt"
+EDITED_PHRASE = "like paper left in the sun"  # the middle of chapter two's first scene
+
+
+class FakeSummarizer:
+    """The Backend protocol for summaries: counts calls, answers a name-free summary that depends on the
+    prompt (it passes the quality gate). ``script``: answers to give first, in order. ``block_at``: that
+    call (1-based) waits until the cancel event is set, then raises :class:`Cancelled`, like a slow model
+    whose user pressed escape."""
+
+    name = "fake"
+    chat = False
+    model_id = "fake-summarizer"
+    context_size = 4096
+
+    def __init__(self, *, script: list[str] | None = None, block_at: int | None = None) -> None:
+        self.calls = 0
+        self.finished = 0
+        self.script = list(script or [])
+        self.block_at = block_at
+        self.blocked = threading.Event()
+        self.cancelled = threading.Event()
+        self.threads: set[str] = set()
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split()) * 4 // 3 + 1
+
+    def complete(self, prompt, *, max_tokens=None, stop=None, temperature=None, cancel=None, on_token=None):
+        self.calls += 1
+        self.threads.add(threading.current_thread().name)
+        if self.block_at is not None and self.calls >= self.block_at:
+            self.blocked.set()
+            while cancel is None or not cancel.wait(0.01):
+                pass
+            self.cancelled.set()
+            raise Cancelled("cancelled")
+        if self.script:
+            text = self.script.pop(0)
+        else:
+            tag = hashlib.sha256(prompt.encode()).hexdigest()[:6]
+            text = f" moves the story on in part {tag} and everyone there talks about it."
+        for word in text.split(" "):
+            if on_token is not None:
+                on_token(word + " ")
+        self.finished += 1
+        return Completion(text, self.count_tokens(prompt), len(text.split()), "stop")
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    novels = tmp_path / "novels"
+    novels.mkdir()
+    shutil.copy(STORY, novels / "story.txt")
+    (tmp_path / "runbook.ctxfst.md").write_text('---\ntitle: "Runbook"\nchunks: []\n---\n\nBody.\n', encoding="utf-8")
+    (tmp_path / "binary.txt").write_bytes(b"PK\x03\x04\x00\x00binary\x00stuff")
+    return tmp_path
+
+
+def pane_of(app: WorkbenchApp) -> SummaryPane:
+    return app.screen.query_one(SummaryPane)
+
+
+def status(app: WorkbenchApp, node_id: str) -> str:
+    return pane_of(app).tree.views[node_id].status
+
+
+def label_of(tree: SummaryTree, node_id: str) -> str:
+    node = tree._tree_nodes_by_id[node_id]
+    return tree.render_label(node, tree.rich_style, tree.rich_style).plain
+
+
+def record_jobs(app: WorkbenchApp, monkeypatch) -> list:
+    """Every job the App starts (a fast fake finishes before the key press returns)."""
+    jobs: list = []
+    original = app.start_job
+
+    def start_job(job, body, reply_to):
+        jobs.append(job)
+        return original(job, body, reply_to)
+
+    monkeypatch.setattr(app, "start_job", start_job)
+    return jobs
+
+
+async def open_summary(app: WorkbenchApp, pilot, relative: str = "novels/story.txt") -> SummaryPane:
+    """Open the novel in the document tree, press 5, wait for its summary tree (focused)."""
+    await open_document(app, pilot, relative)
+    await pilot.press("5")
+    pane = pane_of(app)
+    await wait_until(pilot, lambda: pane.view is not None)
+    await pilot.pause()
+    return pane
+
+
+async def move_to(pilot, tree: SummaryTree, node_id: str) -> None:
+    """Walk the cursor with Up/Down to ``node_id`` (opening chapters with space on the way, as a user would)."""
+    for _ in range(60):
+        current = tree.current
+        if current is not None and current.id == node_id:
+            return
+        order = [tree.get_node_at_line(i).data for i in range(tree.last_line + 1)]
+        if node_id in order:
+            await pilot.press("down" if order.index(node_id) > tree.cursor_line else "up")
+            continue
+        # open the chapter that holds it
+        chapter = node_id.split(".")[0]
+        if chapter in order and not tree._tree_nodes_by_id[chapter].is_expanded:
+            await pilot.press(*(["down" if order.index(chapter) > tree.cursor_line else "up"]
+                                * abs(order.index(chapter) - tree.cursor_line)))
+            await pilot.press("space")
+            continue
+        raise AssertionError(f"{node_id} is not reachable in the tree")
+    raise AssertionError(f"did not reach {node_id}")
+
+
+# ---------------------------------------------------------------- opening a novel
+
+
+async def test_the_summary_tab_opens_the_novel_in_a_worker_and_shows_its_tree(folder, monkeypatch):
+    import ctxfst_tui.ui.app as app_module
+
+    threads: list[str] = []
+    original = app_module.open_novel
+
+    def spy(path, session=None):
+        threads.append(threading.current_thread().name)
+        return original(path, session)
+
+    monkeypatch.setattr(app_module, "open_novel", spy)
+    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        await pilot.press("5")
+        await pilot.pause()
+        assert screen.query_one(TabbedContent).active == "summary-tab"
+        pane = pane_of(app)
+        assert pane.has_class("-empty") and "Select a novel" in pane.status_text  # nothing selected yet
+
+        pane = await open_summary(app, pilot)
+        assert threads and threading.main_thread().name not in threads  # segmented in a worker
+        tree = pane.tree
+        assert tree.has_focus and not pane.has_class("-empty")
+        assert screen.has_class("-workspace-tab")  # the document summary steps aside: full height
+        # book → chapters (closed) with word counts and marks; front matter skipped
+        shown = [tree.get_node_at_line(i).data for i in range(tree.last_line + 1)]
+        assert shown == ["book", "front", "c1", "c2", "c3"]
+        assert label_of(tree, "book") == "▼ · The Keeper of Gull Rock  1,336 w"
+        assert label_of(tree, "c1") == "▶ · Chapter One: The Lamp  469 w"
+        assert label_of(tree, "front").startswith("- Front matter")
+        assert "The Keeper of Gull Rock" in pane.status_text and "3 chapters, 6 scenes" in pane.status_text
+        assert "· 10 pending" in pane.status_text
+
+        # expand one chapter with space, then everything with e
+        await move_to(pilot, tree, "c2")
+        await pilot.press("space")
+        shown = [tree.get_node_at_line(i).data for i in range(tree.last_line + 1)]
+        assert shown == ["book", "front", "c1", "c2", "c2.s1", "c2.s2", "c3"]
+        await pilot.press("e")
+        assert tree.last_line + 1 == 11
+        await pilot.press("e")  # again: closed
+        assert tree.last_line + 1 == 5
+
+        # a pending node says how to summarize it; its source is beside it
+        await move_to(pilot, tree, "c1.s2")
+        assert "Not summarized yet" in pane.summary_text and "s summarizes" in pane.summary_text
+        assert pane.source.text.startswith("The wind dropped at dawn")
+        assert "Scene 2" in str(pane.source.border_title) and "Chapter One" in str(pane.source.border_title)
+
+
+async def test_empty_and_error_states(folder):
+    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await open_document(app, pilot, "binary.txt")
+        await pilot.press("5")
+        pane = pane_of(app)
+        await wait_until(pilot, lambda: pane.has_class("-error"))
+        assert pane.status_text == "✗ binary.txt: not a text file"
+        assert "\n" not in pane.status_text and pane.view is None
+
+        await open_document(app, pilot, "runbook.ctxfst.md")
+        await pilot.pause()
+        assert "CtxFST document, not a manuscript" in pane.status_text and not pane.has_class("-error")
+        await pilot.press("s")  # nothing to summarize: a warning, no job
+        assert app.job is None
+
+
+# ---------------------------------------------------------------- running
+
+
+async def test_run_a_chapter_nodes_go_pending_running_done_and_fill_in(folder, monkeypatch):
+    fake = FakeSummarizer()
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        pane = await open_summary(app, pilot)
+        seen: list[tuple[str, str]] = []
+        original = pane.update_node
+        monkeypatch.setattr(pane, "update_node", lambda view: (seen.append((view.id, view.status)), original(view)))
+        progress: list[JobProgress] = []
+        show = pane.show_progress
+        monkeypatch.setattr(pane, "show_progress", lambda m: (progress.append(m), show(m)))
+        told = notifications(app, monkeypatch)
+        jobs = record_jobs(app, monkeypatch)
+        assert {status(app, i) for i in ("c1", "c1.s1", "c1.s2")} == {"pending"}
+
+        await move_to(pilot, pane.tree, "c1")
+        await pilot.press("s")
+        assert [(j.kind, j.node, j.total) for j in jobs] == [("summarize", "c1", 3)]
+        await wait_until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+
+        # every node of the chapter started, then finished, scenes before their chapter
+        assert seen == [("c1.s1", "running"), ("c1.s1", "done"), ("c1.s2", "running"), ("c1.s2", "done"),
+                        ("c1", "running"), ("c1", "done")]
+        assert fake.calls == 3 and threading.main_thread().name not in fake.threads
+        assert [status(app, i) for i in ("c1", "c1.s1", "c1.s2", "c2", "book")] == ["done"] * 3 + ["pending"] * 2
+        assert label_of(pane.tree, "c1").startswith("▶ ✓ Chapter One")
+        # progress: node i of 3 with an ETA
+        assert progress and all(m.unit == "node" and m.total == 3 for m in progress)
+        assert progress[-1].done == 3 and progress[-1].eta == 0
+        assert any(title == "Summarized" and "nodes 3, model calls 3, cache hits 0, failed 0" in text
+                   for title, text, _ in told), told
+        # the store beside the manuscript holds them
+        stored = load_store(folder / "novels" / "story.summary.json")
+        assert [c["status"] for c in stored["tree"]["children"][1]["children"]] == ["done", "done"]
+
+        # a done node: its summary beside its source
+        await move_to(pilot, pane.tree, "c1.s1")
+        summary = pane.tree.views["c1.s1"].summary
+        assert summary and summary in pane.summary_text
+        assert pane.source.text.startswith("The gale came in from the north-east")
+        box = pane.query_one("#summary-box")
+        assert pane.has_class("-medium")  # 160 columns: the summary over the source, beside the tree
+        assert pane.tree.region.right <= box.region.x and pane.tree.region.right <= pane.source.region.x
+        assert box.region.bottom <= pane.source.region.y and pane.source.region.height > 10
+
+
+async def test_escape_cancels_a_running_summary_and_leaves_pending_nodes(folder, monkeypatch):
+    fake = FakeSummarizer(block_at=2)  # the first scene is summarized, the second call waits for escape
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        pane = await open_summary(app, pilot)
+        told = notifications(app, monkeypatch)
+        await move_to(pilot, pane.tree, "c1")
+        await pilot.press("s")
+        await wait_until(pilot, fake.blocked.is_set)
+        await wait_until(pilot, lambda: status(app, "c1.s2") == "running")
+        assert status(app, "c1.s1") == "done" and status(app, "c1") == "pending"
+        assert label_of(pane.tree, "c1.s2").startswith("… Scene 2")
+        line = screen.query_one(JobStatus).text
+        assert "Summarizing Chapter One: The Lamp of novels/story.txt" in line and "node 2 of 3" in line
+        assert "node 2 of 3" in pane.status_text and "esc cancels" in pane.status_text
+
+        await pilot.press("escape")
+        took = await wait_until(pilot, lambda: app.job is None, timeout=3)
+        assert took < 1.5 and fake.cancelled.is_set()
+        await settle(app, pilot)
+        # the cancelled node is pending again, the finished one kept, nothing after it ran
+        assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["done", "pending", "pending"]
+        assert any(title == "Cancelled" and "1 of 3 nodes" in text for title, text, _ in told), told
+        assert "of 3" not in pane.status_text and "1 done" in pane.status_text
+        assert not app.check_action("cancel_job", ())  # escape is the focused widget's again
+
+        # s again resumes: the done scene is reused, no call for it
+        fake.block_at = None
+        calls = fake.calls
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        assert fake.calls - calls == 2
+        assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["done"] * 3
+
+
+async def test_a_rejected_answer_is_retried_then_the_node_is_flagged_failed(folder):
+    fake = FakeSummarizer(script=["", ""])  # the first scene: empty twice
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        pane = await open_summary(app, pilot)
+        await move_to(pilot, pane.tree, "c1")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["failed", "done", "done"]
+        assert label_of(pane.tree, "c1.s1").startswith("✗ Scene 1 ⚑")
+        await move_to(pilot, pane.tree, "c1.s1")
+        assert "Failed" in pane.summary_text and "rejected: empty answer" in pane.summary_text
+        assert "failed" in pane.status_text
+
+
+async def test_keys_are_answered_while_the_summary_job_runs(folder):
+    fake = FakeSummarizer(block_at=1)
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        pane = await open_summary(app, pilot)
+        await pilot.press("b")  # the whole book
+        assert app.job is not None and app.job.node is None and app.job.total == 10
+        await wait_until(pilot, fake.blocked.is_set)
+        tree = pane.tree
+        line = tree.cursor_line
+        await pilot.press("down")
+        assert tree.cursor_line == line + 1
+        await pilot.press("e")
+        assert tree.last_line + 1 == 11
+        await pilot.press("1")
+        assert screen.query_one(TabbedContent).active == "source-tab"
+        await pilot.press("5")
+        assert screen.query_one(TabbedContent).active == "summary-tab" and tree.has_focus
+        await pilot.press("s")  # one job at a time: a warning, not a second job
+        assert app.job is not None and app.job.node is None
+        assert not fake.cancelled.is_set() and fake.finished == 0  # all of it while the model was busy
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.job is None, timeout=3)
+        await settle(app, pilot)
+        assert all(v.status in ("pending", "skipped") for v in tree.views.values())
+
+
+async def test_a_stale_node_is_marked_after_the_source_changes_and_r(folder, monkeypatch):
+    fake = FakeSummarizer()
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        pane = await open_summary(app, pilot)
+        await move_to(pilot, pane.tree, "c2")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["done"] * 3
+
+        path = folder / "novels" / "story.txt"
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace(EDITED_PHRASE, "like paper left by the fire"), encoding="utf-8")
+        told = notifications(app, monkeypatch)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: status(app, "c2.s1") == "stale")
+        await settle(app, pilot)
+        assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["stale", "stale", "done"]
+        assert label_of(pane.tree, "c2.s1").startswith("~ Scene 1")
+        assert "2 stale" in pane.status_text
+        assert any("2 stale nodes" in text for _, text, _ in told), told
+        await move_to(pilot, pane.tree, "c2.s1")
+        assert "Stale" in pane.summary_text and "by the fire" in pane.source.text
+
+        # s on the chapter makes exactly the stale ones again
+        calls = fake.calls
+        await move_to(pilot, pane.tree, "c2")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        assert fake.calls - calls == 2
+        assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["done"] * 3
+
+
+# ---------------------------------------------------------------- layout, palette, bindings
+
+
+async def test_three_columns_when_wide(folder):
+    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        pane = await open_summary(app, pilot)
+        assert pane.has_class("-wide")
+        tree, box, source = pane.tree, pane.query_one("#summary-box"), pane.source
+        assert tree.region.right <= box.region.x and box.region.right <= source.region.x
+        assert tree.region.y == box.region.y == source.region.y and source.region.width >= 50
+
+
+async def test_the_pane_stacks_at_80x24_and_everything_is_visible(folder):
+    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        pane = await open_summary(app, pilot)
+        assert pane.has_class("-narrow")
+        tree, box, source = pane.tree, pane.query_one("#summary-box"), pane.query_one("#summary-source", TextArea)
+        assert tree.region.bottom <= box.region.y and box.region.bottom <= source.region.y  # stacked
+        for widget in (tree, box, source):
+            assert widget.region.height >= 4 and widget.region.width >= 44
+            assert widget.region.bottom <= 23  # above the footer
+        assert pane.query_one("#summary-status").region.height >= 1
+
+
+def test_palette_entries_and_binding_ids():
+    actions = {action: name for name, _, action, _ in COMMANDS}
+    assert actions["summarize_node"] == "Summarize selected node" and actions["summarize_book"] == "Summarize book"
+    assert any(b.id == "show-summary" and b.key == "5" for b in WorkbenchScreen.BINDINGS)
+    ids = {b.key: b.id for b in SummaryPane.BINDINGS}
+    assert ids == {"s": "summary.summarize-node", "b": "summary.summarize-book", "e": "summary.expand-all"}
+
+
+async def test_palette_summarize_book_runs_on_the_novel_shown(folder, monkeypatch):
+    fake = FakeSummarizer()
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await open_summary(app, pilot)
+        jobs = record_jobs(app, monkeypatch)
+        app.action_summarize_book()
+        await pilot.pause()
+        assert [(j.node, j.scope) for j in jobs] == [(None, "the book")]
+        await wait_until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        assert fake.calls == 10
+        assert all(v.status in ("done", "skipped") for v in pane_of(app).tree.views.values())
