@@ -26,7 +26,7 @@ import platformdirs
 APP_NAME = "ctxfst-tui"
 CONFIG_ENV = "CTXFST_TUI_CONFIG_DIR"
 STATE_ENV = "CTXFST_TUI_STATE_DIR"
-TABS = ("source", "chunks", "entities", "diagnosis")
+TABS = ("source", "chunks", "entities", "diagnosis", "summary")  # the workbench tabs, as "<name>-tab"
 MODEL_SOURCES = ("bundled", "gguf", "endpoint")
 # [model] mirrors ui.jobs.ModelSettings field by field, so ModelSettings(**config.model) works.
 MODEL_FIELDS: dict[str, type] = {"source": str, "model_path": str, "endpoint": str, "model": str,

@@ -163,3 +163,9 @@ async def test_workbench_help_lists_tree_screen_and_app_keys(tmp_path: Path) -> 
         await pilot.press("escape")  # the app's escape (cancel job) stands aside: no job runs
         await pilot.pause()
         assert isinstance(app.screen, WorkbenchScreen)
+
+
+def test_config_tab_names_are_the_workbench_tabs() -> None:
+    from ctxfst_tui.ui.screens import workbench
+
+    assert {f"{t}-tab" for t in cfg.TABS} == set(workbench.TABS)
