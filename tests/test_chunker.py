@@ -667,3 +667,22 @@ def test_parse_shortcuts_keep_mistune_extents():
              "list": "list", "block_html": "html", "thematic_break": "rule"}
     assert [b.kind for b in blocks if b.kind != "table"] == [kinds[t] for t in expected]
     assert mistune.__version__
+
+
+def test_chunk_fields_built_when_read_behave_as_plain_fields():
+    opts = ChunkOptions(unit="tokens", chunk_size=64, overlap=0, metadata={"team": "docs"})
+    chunks = chunk_text(GUIDE, opts, source="g")
+    a, b = chunks[0], chunks[1]
+    assert a.text == a.header + "\n\n" + a.content and a.length == len(a.text)
+    a.path.append("x")  # each chunk has its own lists and metadata
+    a.metadata["k"] = 1
+    assert "x" not in b.path and "k" not in b.metadata and opts.metadata == {"team": "docs"}
+    again = chunk_text(GUIDE, opts, source="g")
+    assert "x" not in again[0].path and "k" not in again[0].metadata
+    assert again[1] == b and again[0] != a
+    b.text = "replaced"
+    b.synthetic_ranges = [(0, 1)]
+    assert b.to_json()["text"] == "replaced" and b.to_json()["synthetic_ranges"] == [[0, 1]]
+    note = again[0].with_context("A note.")
+    assert note.context == "A note." and note.path is not again[0].path and note.path == again[0].path
+    assert repr(note).startswith("Chunk(id=")

@@ -167,39 +167,164 @@ class ChunkOptions:
 # -- chunks -----------------------------------------------------------------------------------------
 
 
-@dataclass
-class Chunk:
-    """One chunk. ``content`` is the real body; ``text`` is what gets embedded (see ``embed``)."""
+_FIELDS = (
+    "id", "hash", "index", "total", "start", "end", "length", "tokens", "heading", "heading_level", "path",
+    "breadcrumb", "sections", "header", "content", "context", "text", "embed", "type", "blocks", "overlap",
+    "page", "pages", "metadata", "synthetic", "synthetic_ranges", "over_budget", "overlap_start", "source",
+)
 
-    id: str
-    hash: str
-    index: int
-    total: int
-    start: int  # char offsets in the source of the chunk's own content (overlap excluded)
-    end: int
-    length: int  # chars of ``text``
-    tokens: int  # tokens of ``text`` (0 when tokens are not counted)
-    heading: str
-    heading_level: int
-    path: list[str]
-    breadcrumb: str
-    sections: list[str]
-    header: str
-    content: str
-    context: str
-    text: str
-    embed: str
-    type: str  # markdown | text | pdf
-    blocks: list[str]  # kinds of the blocks it holds, in order of appearance
-    overlap: int  # chars at the start of ``content`` repeated from the previous chunk
-    page: int | None
-    pages: list[int]
-    metadata: dict[str, Any]
-    synthetic: bool  # content is not a literal slice (a reopened fence, a repeated table header)
-    synthetic_ranges: list[tuple[int, int]] = field(default_factory=list)  # in ``content``
-    over_budget: bool = False  # over the budget because an atomic unit could not be split
-    overlap_start: int | None = None  # source offset where the overlap text starts
-    source: str = ""
+
+class Chunk:
+    """One chunk. ``content`` is the real body; ``text`` is what gets embedded (see ``embed``).
+
+    Fields: id, hash, index, total, start/end (char offsets in the source of the chunk's own
+    content, overlap excluded), length (chars of ``text``), tokens (of ``text``; 0 when tokens are
+    not counted), heading, heading_level, path, breadcrumb, sections, header, content, context,
+    text, embed, type (markdown | text | pdf), blocks (kinds of the blocks it holds, in order),
+    overlap (chars at the start of ``content`` repeated from the previous chunk), page, pages,
+    metadata, synthetic (content is not a literal slice: a reopened fence, a repeated table
+    header), synthetic_ranges (in ``content``), over_budget (an atomic unit could not be split),
+    overlap_start (source offset where the overlap text starts), source.
+
+    The chunker makes many chunks and most of their fields are derived: ``text`` (header + body)
+    and the list and dict fields are built when first read (each chunk gets its own lists), so
+    chunking does not pay for fields nobody reads. Every field can be read and assigned as on a
+    plain record.
+    """
+
+    __slots__ = (
+        "id", "hash", "index", "total", "start", "end", "length", "tokens", "heading", "heading_level",
+        "breadcrumb", "header", "content", "context", "embed", "type", "overlap", "page", "over_budget",
+        "overlap_start", "source", "synthetic", "_text", "_path", "_sections", "_blocks", "_pages", "_metadata", "_synth",
+    )
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value (as a dataclass)
+
+    def __init__(self, id, hash, index, total, start, end, length, tokens, heading, heading_level, path,
+                 breadcrumb, sections, header, content, context, text, embed, type, blocks, overlap, page,
+                 pages, metadata, synthetic, synthetic_ranges=None, over_budget=False, overlap_start=None,
+                 source=""):
+        self.id = id
+        self.hash = hash
+        self.index = index
+        self.total = total
+        self.start = start
+        self.end = end
+        self.length = length
+        self.tokens = tokens
+        self.heading = heading
+        self.heading_level = heading_level
+        self._path = path
+        self.breadcrumb = breadcrumb
+        self._sections = sections
+        self.header = header
+        self.content = content
+        self.context = context
+        self._text = text
+        self.embed = embed
+        self.type = type
+        self._blocks = blocks
+        self.overlap = overlap
+        self.page = page
+        self._pages = pages
+        self._metadata = metadata
+        self.synthetic = synthetic
+        self._synth = [] if synthetic_ranges is None else synthetic_ranges
+        self.over_budget = over_budget
+        self.overlap_start = overlap_start
+        self.source = source
+
+    # derived fields, built when first read: a tuple (or a shared mapping) until then
+    @property
+    def text(self) -> str:
+        t = self._text
+        if t is None:  # the header and the body (no context yet)
+            t = self._text = self.header + "\n\n" + self.content
+        return t
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
+
+    def _listed(name):  # noqa: N805 - a property factory used in the class body
+        def get(self):
+            v = getattr(self, name)
+            if v.__class__ is not list:
+                v = list(v)
+                setattr(self, name, v)
+            return v
+
+        def put(self, value):
+            setattr(self, name, value)
+
+        return property(get, put)
+
+    path = _listed("_path")
+    sections = _listed("_sections")
+    blocks = _listed("_blocks")
+    pages = _listed("_pages")
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        m = self._metadata
+        if m.__class__ is tuple:  # (shared options metadata, oversize)
+            base, oversize = m
+            m = dict(base)
+            if oversize:
+                m["oversize"] = True
+            self._metadata = m
+        return m
+
+    @metadata.setter
+    def metadata(self, value) -> None:
+        self._metadata = value
+
+    synthetic_ranges = _listed("_synth")
+
+    @classmethod
+    def _make(cls, id, digest, index, start, end, length, tokens, heading, level, path, breadcrumb, sections,
+              header, content, text, embed, mode, blocks, overlap, page, pages, metadata, synth, over,
+              overlap_start, source) -> "Chunk":
+        """The chunker's constructor: tuples for the list fields, ``text`` None when it is the
+        header and the body, ``metadata`` as (shared mapping, oversize)."""
+        c = _new_chunk(cls)
+        c.id = id
+        c.hash = digest
+        c.index = index
+        c.total = 0
+        c.start = start
+        c.end = end
+        c.length = length
+        c.tokens = tokens
+        c.heading = heading
+        c.heading_level = level
+        c._path = path
+        c.breadcrumb = breadcrumb
+        c._sections = sections
+        c.header = header
+        c.content = content
+        c.context = ""
+        c._text = text
+        c.embed = embed
+        c.type = mode
+        c._blocks = blocks
+        c.overlap = overlap
+        c.page = page
+        c._pages = pages
+        c._metadata = metadata
+        c.synthetic = bool(synth)
+        c._synth = synth
+        c.over_budget = over
+        c.overlap_start = overlap_start
+        c.source = source
+        return c
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
+
+    def __repr__(self) -> str:
+        return "Chunk(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS) + ")"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -248,11 +373,25 @@ class Chunk:
         out.append(self.content[pos:])
         return "".join(out)
 
+    del _listed
+
+    def copy(self, **changes: Any) -> "Chunk":
+        """A copy (its own lists) with some fields changed."""
+        values = {f: getattr(self, f) for f in _FIELDS}
+        for f in ("path", "sections", "blocks", "pages", "synthetic_ranges"):
+            values[f] = list(values[f])
+        values["metadata"] = dict(values["metadata"])
+        values.update(changes)
+        return Chunk(**values)
+
     def with_context(self, context: str, counter: TokenCounter | None = None, prepend_heading: bool = True) -> "Chunk":
         """A copy with ``context`` set and ``text`` recomposed (tokens recounted when a counter is given)."""
         text = compose_text(self.header, context, self.content, self.embed, prepend_heading)
         tokens = counter.count(text) if counter is not None else self.tokens
-        return replace(self, context=context, text=text, length=len(text), tokens=tokens)
+        return self.copy(context=context, text=text, length=len(text), tokens=tokens)
+
+
+_new_chunk = object.__new__
 
 
 def compose_text(header: str, context: str, content: str, embed: str = "full", prepend_heading: bool = True) -> str:
@@ -656,8 +795,11 @@ class _Doc:
         section = 0
         hard_next = False
         markdown = self.mode == "markdown"
-        strip_c = opts.strip_html_comments and markdown
-        strip_d = opts.strip_data_uri
+        # what stripping can find anywhere in the text: blocks are looked at only when it can
+        strip_c = opts.strip_html_comments and markdown and "<!--" in norm
+        strip_d = opts.strip_data_uri and "data:" in norm
+        strip_t = markdown and "<" in norm and _INLINE_TAG.search(norm) is not None
+        strip_lt = strip_c or strip_t
         blank_at = _BLANK_AT
         n = len(norm)
         last_end, last_ok = -1, False
@@ -693,8 +835,8 @@ class _Doc:
                 bend = bpos + (len(text) if text.isascii() else len(text.encode("utf-8")))
                 bpos_at = end
             bmap = None
-            if (strip_d and "data:" in text) or (markdown and kind != "code" and "<" in text):
-                edits = _strip_block(text, kind, strip_c, strip_d, markdown)
+            if (strip_d and "data:" in text) or (strip_lt and kind != "code" and "<" in text):
+                edits = _strip_block(text, kind, strip_c, strip_d, strip_t)
                 if edits:
                     stripped = OffsetMap.apply(text, edits)
                     if not stripped.strip():  # e.g. a comment alone: nothing of it is left
@@ -1814,7 +1956,7 @@ class Chunker:
         opts = self.options
         counting = packer.counter is not None
         embed = opts.embed
-        metadata = dict(opts.metadata)
+        metadata = dict(opts.metadata)  # (each chunk copies it when its metadata is first read)
         size = opts.size
         tokens_unit = packer.tokens
         mode = doc.mode
@@ -1849,22 +1991,26 @@ class Chunker:
         doc.build_cache = known
         chunks: list[Chunk] = []
         append = chunks.append
+        make = Chunk._make
+        meta_plain = (metadata, False)
+        meta_over = (metadata, True)
         index = 0
         for rec, ri, ov in made:
             if rec is None:  # nothing but white space
                 continue
             (content, digest, text, toks, title, level, plist, breadcrumb, sections, kinds, synth, start, end,
              ov_start, page, pages, header) = rec
-            over = (toks if tokens_unit else len(text)) > size
-            meta = dict(metadata)
-            if over:
-                meta["oversize"] = True
+            if text is None:  # the header and the body
+                length = len(header) + 2 + len(content)
+            else:
+                length = len(text)
+            over = (toks if tokens_unit else length) > size
             append(
-                Chunk(
-                    f"{src}#{index}-{digest[:8]}", digest, index, 0, start, end, len(text),
-                    toks if counting else 0, title, level, list(plist), breadcrumb, list(sections),
-                    header, content, "", text, embed, mode, list(kinds), len(ov), page,
-                    list(pages) if pages else [], meta, bool(synth), list(synth) if synth else [], over, ov_start, src,
+                make(
+                    f"{src}#{index}-{digest[:8]}", digest, index, start, end, length,
+                    toks if counting else 0, title, level, plist, breadcrumb, sections,
+                    header, content, text, embed, mode, kinds, len(ov), page,
+                    pages, meta_over if over else meta_plain, synth, over, ov_start, src,
                 )
             )
             index += 1
@@ -1946,7 +2092,7 @@ class Chunker:
             level, title = titles[-1] if titles else (0, "")
             header, _, htoks = r.header
             if header and with_header:  # compose_text(header, "", content, embed): no context yet
-                text = header + "\n\n" + content
+                text = None  # header + "\n\n" + content, built when read
                 toks += htoks
                 c0 = content[:1]
                 if c0 == "\n" or ((c0 == " " or c0 == "\t") and content.lstrip(" \t")[:1] == "\n"):
@@ -1976,7 +2122,8 @@ class Chunker:
                 recount.append(len(out))
             out.append(rec)
         if recount:
-            for i, t in zip(recount, counter.count_many([out[i][2] for i in recount])):
+            texts = [out[i][2] if out[i][2] is not None else out[i][16] + "\n\n" + out[i][0] for i in recount]
+            for i, t in zip(recount, counter.count_many(texts)):
                 rec = out[i]
                 out[i] = rec[:3] + (t,) + rec[4:]
         return out
