@@ -177,7 +177,7 @@ async def test_the_summary_tab_opens_the_novel_in_a_worker_and_shows_its_tree(fo
         assert label_of(tree, "c1") == "▶ · Chapter One: The Lamp  469 w"
         assert label_of(tree, "front").startswith("- Front matter")
         assert "The Keeper of Gull Rock" in pane.status_text and "3 chapters, 6 scenes" in pane.status_text
-        assert "· 10 pending" in pane.status_text
+        assert pane.status_text.endswith("words, 3 chapters, 6 scenes   · 10 pending")
 
         # expand one chapter with space, then everything with e
         await move_to(pilot, tree, "c2")
@@ -280,7 +280,8 @@ async def test_escape_cancels_a_running_summary_and_leaves_pending_nodes(folder,
         assert label_of(pane.tree, "c1.s2").startswith("… Scene 2")
         line = screen.query_one(JobStatus).text
         assert "Summarizing Chapter One: The Lamp of novels/story.txt" in line and "node 2 of 3" in line
-        assert "node 2 of 3" in pane.status_text and "esc cancels" in pane.status_text
+        assert "node 2 of 3 · ETA" in pane.status_text and "Chapter One: The Lamp › Scene 2" in pane.status_text
+        assert "esc cancels" in pane.status_text
 
         await pilot.press("escape")
         took = await wait_until(pilot, lambda: app.job is None, timeout=3)

@@ -13,6 +13,7 @@ source beside the tree in between, everything stacked when narrow (80 columns).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from rich.style import Style
@@ -36,6 +37,19 @@ WIDE_FROM = 150  # pane columns: tree | summary | source
 MEDIUM_FROM = 90  # tree | (summary over source); below: all stacked
 SOURCE_MAX_CHARS = 60_000  # a book's or part's source is shown up to here (a whole novel would stall the view)
 EMPTY = "Select a novel (a .txt or .md manuscript) in the document tree to see its summary tree."
+
+
+def reflowed(text: str) -> str:
+    """Hard-wrapped prose (a Project Gutenberg file: lines of ~70 characters) as one line per
+    paragraph, so the view wraps it to its own width; other text as it is."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    if len(lines) < 4:
+        return text
+    wrapped = sum(1 for line in lines if 45 <= len(line.rstrip()) <= 80)
+    if wrapped < 0.6 * len(lines) or sum(1 for line in lines if len(line) > 100) > 0.05 * len(lines):
+        return text
+    paragraphs = re.split(r"\n[ \t]*\n", text)
+    return "\n\n".join(" ".join(part.strip() for part in para.split("\n") if part.strip()) for para in paragraphs)
 
 
 def plural(n: int, word: str) -> str:
@@ -293,27 +307,26 @@ class SummaryPane(Vertical):
             elif p.phase == "loading":
                 parts.append(Content(f"loading {job.model or 'the model'}…"))
             if p is not None and p.total and p.phase == "running" and not self.cancelling:
+                # what matters most first: two lines at 80 columns
                 current = min(p.done + (0 if p.done >= p.total else 1), p.total)
-                parts.append(Content(f"node {current} of {p.total}"))
-                if p.current and p.done < p.total:
-                    parts.append(Content(p.chunk_id))
+                parts[0] = Content.styled(f"Summarizing: node {current} of {p.total}", "bold")
                 parts.append(Content(f"ETA {format_duration(p.eta)}" if p.eta is not None else "ETA …"))
+                if p.chunk_id in self.tree.views and p.done < p.total:
+                    parts.append(Content(self.tree.breadcrumb(p.chunk_id)))
             if not self.cancelling:
                 parts.append(Content.styled("esc cancels", "$text-muted"))
+            line = Content(" · ").join(parts)
         else:
             counts = self._counts()
             root = view.root
             scenes = sum(1 for v in view.nodes if v.kind == "scene" and not v.front_matter)
             chapters = sum(1 for v in view.nodes if v.kind == "chapter")
-            parts.append(Content.styled(root.title, "bold"))
-            parts.append(Content(f"{root.words:,} words, {plural(chapters, 'chapter')}, {plural(scenes, 'scene')}"))
-            tally = [Content.assemble((f"{STATUS_MARKS[s]} {counts[s]} {s}", f"$text-{tone}"))
+            head = Content.assemble((root.title, "bold"), f" — {root.words:,} words, {plural(chapters, 'chapter')}, "
+                                                          f"{plural(scenes, 'scene')}")
+            tally = [Content.styled(f"{STATUS_MARKS[s]} {counts[s]} {s}", f"$text-{tone}")
                      for s, tone in (("done", "success"), ("running", "accent"), ("stale", "warning"),
                                      ("failed", "error"), ("pending", "muted")) if counts.get(s)]
-            if tally:
-                parts.append(Content(" ").join(tally))
-            parts.append(Content.styled("s node · b book", "$text-muted"))
-        line = Content(" · ").join(parts)
+            line = Content("   ").join([head, Content("  ").join(tally)] if tally else [head])
         self.status_text = line.plain
         self.query_one("#summary-status", Static).update(line)
         counts = self._counts()
@@ -340,8 +353,13 @@ class SummaryPane(Vertical):
             lines.append(Content.styled(f"{STATUS_MARKS['running']} Summarizing this {node.kind} now…", "$text-accent"))
         elif node.status == "pending" or (node.status != "stale" and not node.summary and node.status != "failed"):
             lines.append(Content.styled("Not summarized yet.", "bold"))
-            what = f"this {node.kind}" if size <= 1 else f"this {node.kind} ({plural(size, 'model step')} with what is under it)"
-            lines.append(Content.styled(f"s summarizes {what}; b the whole book.", "$text-muted"))
+            if node.kind == "book":
+                hint = f"s or b summarizes the whole book ({plural(size, 'node')})."
+            elif size <= 1:
+                hint = f"s summarizes this {node.kind}; b the whole book."
+            else:
+                hint = f"s summarizes this {node.kind} and what is under it ({plural(size, 'node')}); b the whole book."
+            lines.append(Content.styled(hint, "$text-muted"))
         elif node.status == "failed":
             lines.append(Content.styled(f"{STATUS_MARKS['failed']} Failed: the model's answers were rejected.", "$text-error bold"))
         elif node.status == "stale":
@@ -376,7 +394,7 @@ class SummaryPane(Vertical):
         if self._source_span == (start, shown):
             return
         self._source_span = (start, shown)
-        area.load_text(view.text[start:shown])
+        area.load_text(reflowed(view.text[start:shown]))
         area.scroll_home(animate=False, immediate=True)
 
     # ------------------------------------------------------------ intents
