@@ -587,7 +587,6 @@ _LEVELS = {
 # -- the analysed document (independent of the budget) ---------------------------------------------
 
 _PROSE_OR_TEXT = _PROSE | {"text"}
-_PARSE_SCALE = 1.0
 _SHARED_PART = 0.1  # of the text, around the balance point: encoded by the thread free first
 _PARALLEL_MIN = 1024  # chars: from this size, parsing runs beside the (GIL-free) token encoding
 _SENTENCE_CACHE_MAX = 100_000  # entries kept per document (sentence starts of overlap windows)
@@ -733,7 +732,7 @@ class _Doc:
             # line start before a character that is not white space is a pre-token boundary: the
             # tokens of the parts are the tokens of the whole.
             n = len(norm)
-            parse_vs_encode = (14.7 * norm.count("\n") / n + 0.31) * _PARSE_SCALE
+            parse_vs_encode = (14.7 * norm.count("\n") / n + 0.31)
             main_share = 0.5 + parse_vs_encode / 2
             cut = _encoding_cut(norm, int(n * (main_share - _SHARED_PART))) if main_share < 0.97 else 0
             cut2 = _encoding_cut(norm, int(n * min(0.97, main_share + _SHARED_PART))) if cut else 0
