@@ -22,6 +22,7 @@ from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.commands import COMMANDS
 from ctxfst_tui.ui.messages import JobProgress
 from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
+from ctxfst_tui.ui.widgets.document_tree import DocumentTree
 from ctxfst_tui.ui.widgets.job_status import JobStatus
 from ctxfst_tui.ui.widgets.summary_tree import SummaryPane, SummaryTree
 from test_app import SIZE, open_document, settle, started
@@ -96,6 +97,18 @@ def status(app: WorkbenchApp, node_id: str) -> str:
 def label_of(tree: SummaryTree, node_id: str) -> str:
     node = tree._tree_nodes_by_id[node_id]
     return tree.render_label(node, tree.rich_style, tree.rich_style).plain
+
+
+async def choose_document(app: WorkbenchApp, pilot, relative: str) -> None:
+    """``open_document`` without waiting for every worker (a model job may be running)."""
+    tree = app.screen.query_one(DocumentTree)
+    target = app.folder / relative
+    tree.focus()
+    await pilot.pause()
+    order = [node.data for node in (tree.get_node_at_line(i) for i in range(tree.last_line + 1))]
+    steps = order.index(target) - tree.cursor_line
+    await pilot.press(*(["down" if steps > 0 else "up"] * abs(steps)), "enter")
+    await wait_until(pilot, lambda: app.screen.current == target)
 
 
 def record_jobs(app: WorkbenchApp, monkeypatch) -> list:
@@ -346,6 +359,35 @@ async def test_keys_are_answered_while_the_summary_job_runs(folder):
         await wait_until(pilot, lambda: app.job is None, timeout=3)
         await settle(app, pilot)
         assert all(v.status in ("pending", "skipped") for v in tree.views.values())
+
+
+async def test_another_novel_while_a_job_runs_then_back(folder):
+    shutil.copy(STORY, folder / "novels" / "other.txt")
+    fake = FakeSummarizer(block_at=2)
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        pane = await open_summary(app, pilot)
+        await move_to(pilot, pane.tree, "c1")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: status(app, "c1.s2") == "running")
+
+        # the other novel (same ids): none of the job's node changes or progress land on it
+        await choose_document(app, pilot, "novels/other.txt")
+        await wait_until(pilot, lambda: pane.path == folder / "novels" / "other.txt" and pane.view is not None)
+        await pilot.pause(0.2)
+        assert pane.job is None and "node" not in pane.status_text.split("—")[0]
+        assert {v.status for v in pane.tree.views.values()} <= {"pending", "skipped"}
+
+        # back to the novel being summarized: its live tree, still running
+        await choose_document(app, pilot, "novels/story.txt")
+        await pilot.pause()
+        assert pane.path == folder / "novels" / "story.txt" and pane.job is app.job
+        assert status(app, "c1.s1") == "done" and status(app, "c1.s2") == "running"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.job is None, timeout=3)
+        await settle(app, pilot)
+        assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["done", "pending", "pending"]
 
 
 async def test_a_stale_node_is_marked_after_the_source_changes_and_r(folder, monkeypatch):

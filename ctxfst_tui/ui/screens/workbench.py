@@ -722,7 +722,7 @@ class WorkbenchScreen(Screen[None]):
     @on(SummaryNodeChanged)
     def _summary_node_changed(self, message: SummaryNodeChanged) -> None:
         pane = self.query_one(SummaryPane)
-        if pane.job is message.job:
+        if pane.job is message.job and pane.path == message.job.path:
             pane.update_node(message.view)
 
     def _summary_finished(self, message: JobFinished) -> None:

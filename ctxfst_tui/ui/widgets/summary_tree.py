@@ -243,6 +243,7 @@ class SummaryPane(Vertical):
         """No tree: the empty state, loading, or a one-line error."""
         self.view = None
         self._source_span = None
+        self.job, self.progress, self.cancelling = None, None, False
         self.add_class("-empty")
         self.set_class(error, "-error")
         self.status_text = text
@@ -251,6 +252,8 @@ class SummaryPane(Vertical):
     def show_novel(self, view: NovelView, label: str, keep: bool = False) -> None:
         """Show the tree of ``view`` (``keep``: the same novel again: expanded nodes and cursor stay)."""
         same = keep and self.view is not None and self.view.path == view.path
+        if self.job is not None and self.job.path != view.path:
+            self.job, self.progress, self.cancelling = None, None, False  # that job works on another novel
         self.view = view
         self.label = label
         self.remove_class("-empty", "-error")
