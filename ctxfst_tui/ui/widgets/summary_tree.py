@@ -345,8 +345,7 @@ class SummaryPane(Vertical):
             text.update("")
             self.summary_text = ""
             return
-        where = self.tree.breadcrumb(node.id)
-        box.border_title = f"Summary — {where}"
+        box.border_title = f"Summary — {node.title}"  # the breadcrumb is on the source view
         box.border_subtitle = f"{node.status} · {node.id}"
         lines: list[Content] = []
         size = view.scope_sizes.get(node.id, 0)
