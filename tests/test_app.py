@@ -284,7 +284,7 @@ async def test_text_file_crlf_and_bom(folder: Path) -> None:
         await open_document(app, pilot, "notes/crlf.md")
         summary = screen.query_one(DocumentSummary).text
         assert "Title: CRLF doc" in summary and "Line ending: CRLF" in summary and "BOM: no" in summary
-        assert screen.query_one(SourceView).document.line_count == 7  # same lines as the file
+        assert screen.query_one(SourceView).line_count == 7  # same lines as the file
         await open_document(app, pilot, "notes/deeper/bom.ctxfst.md")
         summary = screen.query_one(DocumentSummary).text
         assert "Title: BOM doc" in summary and "BOM: yes" in summary
