@@ -626,7 +626,7 @@ def run_app(argv: Sequence[str]) -> int:
         settings = ModelSettings("gguf", model_path=args.model, **sizes)
     else:
         settings = ModelSettings(**sizes)
-    WorkbenchApp(folder, model_settings=settings).run()
+    WorkbenchApp(folder, model_settings=settings, watch_disk=True).run()
     return 0
 
 

@@ -35,3 +35,12 @@ def hostile_dir(tmp_path: Path) -> Path:
 
 def conformance_docs() -> list[Path]:
     return sorted(CONFORMANCE_DOCS.glob("*.md")) if CONFORMANCE_DOCS.is_dir() else []
+
+
+@pytest.fixture(autouse=True)
+def _private_config(tmp_path_factory, monkeypatch):
+    """Every test gets its own config and state dirs: a developer's key remaps or theme must not
+    change what tests see, and a test's quit must not write the real state file."""
+    base = tmp_path_factory.mktemp("user-dirs")
+    monkeypatch.setenv("CTXFST_TUI_CONFIG_DIR", str(base / "config"))
+    monkeypatch.setenv("CTXFST_TUI_STATE_DIR", str(base / "state"))

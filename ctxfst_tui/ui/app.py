@@ -12,6 +12,7 @@ worker on first use and then reuses; ``escape`` sets the job's cancel ``threadin
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
@@ -21,19 +22,22 @@ from textual.app import App
 from textual.binding import Binding
 from textual.message_pump import MessagePump
 from textual.screen import Screen
-from textual.widgets import Input
+from textual.widgets import Input, TabbedContent
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from ..config import Config, State, load_config, load_state, save_state
 from ..core.convert import ConvertError
 from ..core.document import Document
 from ..core.entities import Workspace
 from ..core.preview import Budget, Previewer
+from ..core.watch import FolderWatcher
 from ..core.workspace import iter_documents
 from .analysis import Analyser
 from .commands import WorkbenchCommands
 from .jobs import BackendFactory, Job, ModelService, ModelSettings, open_novel
 from .messages import (
     ChunksComputed,
+    DiskChanged,
     DocumentConverted,
     DocumentLoaded,
     DocumentsListed,
@@ -46,6 +50,7 @@ from .messages import (
 )
 from .report import DocumentStatus, build_report, status_for
 from .screens.confirm import ConfirmScreen
+from .screens.help import HelpScreen, binding_catalogue
 from .screens.model_settings import ModelSettingsScreen
 from .screens.workbench import WorkbenchScreen
 from .session import Session
@@ -81,6 +86,7 @@ class WorkbenchApp(App[None]):
     MODEL = Binding.Group("Model")
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
+        Binding("question_mark,f1", "help", "Help", id="help", tooltip="The keys of the focused pane"),
         Binding("u,ctrl+z", "undo", "Undo", id="undo", tooltip="Undo the last edit of the session", group=UNDO),
         Binding("U,ctrl+y", "redo", "Redo", id="redo", tooltip="Redo the last undone edit", group=UNDO),
         Binding("ctrl+s", "save", "Save", id="save", tooltip="Save every document with unsaved changes"),
@@ -97,10 +103,25 @@ class WorkbenchApp(App[None]):
     ]
 
     def __init__(self, folder: Path, backend_factory: BackendFactory | None = None,
-                 model_settings: ModelSettings | None = None) -> None:
-        """``backend_factory(settings)`` makes the model backend (default: ``make_backend``)."""
+                 model_settings: ModelSettings | None = None, config: Config | None = None,
+                 state: State | None = None, watch_disk: bool = False) -> None:
+        """``backend_factory(settings)`` makes the model backend (default: ``make_backend``).
+
+        ``config`` / ``state``: default, the user's files (see ``ctxfst_tui.config``).
+        ``watch_disk``: follow changes other programs make to the folder (the CLI turns it on, the
+        config's ``[watch] enabled = false`` off; tests that wait for every worker leave it off:
+        the watch worker never completes)."""
         super().__init__()
         self.folder = Path(folder)
+        self.config = config if config is not None else load_config()
+        self.watch_disk = watch_disk and self.config.watch
+        self.watcher: FolderWatcher | None = None  # set by the watch worker once it runs
+        self.state, state_problems = (state, []) if state is not None else load_state()
+        self.startup_problems = [*self.config.problems, *state_problems]
+        # The model: command-line options, else the config's [model], else the one last used.
+        remembered = self.config.model or self.state.model
+        if model_settings is None and remembered:
+            model_settings = ModelSettings(**remembered)
         self.models = ModelService(backend_factory, model_settings)  # the one model, created on first use
         self.job: Job | None = None  # the model job running, if any
         self._job_worker: Worker | None = None
@@ -111,15 +132,38 @@ class WorkbenchApp(App[None]):
         themes, self.theme_problems = load_themes()
         for theme in themes:
             self.register_theme(theme)
-        if DEFAULT_THEME in self.available_themes:
-            self.theme = DEFAULT_THEME
+        theme = self.config.theme or self.state.theme or DEFAULT_THEME
+        if theme not in self.available_themes:
+            if self.config.theme:
+                self.startup_problems.append(f"{self.config.path}: unknown theme '{theme}', using {DEFAULT_THEME}")
+            theme = DEFAULT_THEME
+        if theme in self.available_themes:
+            self.theme = theme
+        self.set_keymap(self.config.keymap)
 
     def on_mount(self) -> None:
-        for problem in self.theme_problems:
+        known = [binding_id for binding_id, _, _ in binding_catalogue()]
+        for problem in [*self.theme_problems, *self.startup_problems, *self.config.keymap_problems(known)]:
             self.notify(problem, severity="warning", timeout=8)
 
     def get_default_screen(self) -> Screen:
-        return WorkbenchScreen(self.folder)
+        tab = self.config.layout.get("tab") or self.state.folder_state(self.folder).tab
+        return WorkbenchScreen(self.folder, restore=self.state.document_in(self.folder), tab=tab)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen, self.config.path))
+
+    def save_state(self) -> None:
+        """Remember the folder, its open document and tab, the theme and the model (on exit)."""
+        screen = next((s for s in reversed(self.screen_stack) if isinstance(s, WorkbenchScreen)), None)
+        if screen is not None:
+            tab = str(screen.query_one("#lower", TabbedContent).active).removesuffix("-tab")
+            self.state.remember(self.folder, screen.current, tab=tab)
+        self.state.theme = self.theme
+        self.state.model = {k: v for k, v in asdict(self.models.settings).items() if v not in (None, "")}
+        if problem := save_state(self.state):
+            self.log.warning(problem)
 
     # ------------------------------------------------------------ app-wide keys
     def _workbench(self) -> WorkbenchScreen | None:
@@ -188,6 +232,7 @@ class WorkbenchApp(App[None]):
             self.job.cancel.set()
 
     def exit(self, *args: Any, **kwargs: Any) -> None:
+        self.save_state()
         if self.job is not None:  # a model call must not keep the process alive after the UI is gone
             self.job.cancel.set()
         super().exit(*args, **kwargs)
@@ -235,6 +280,19 @@ class WorkbenchApp(App[None]):
             reply_to.post_message(StatusesValidated(batch))
         if not worker.is_cancelled:
             reply_to.post_message(WorkspaceLoaded(Workspace(docs, root)))
+
+    @work(thread=True, group="watch", exclusive=True, exit_on_error=False, name="watching the folder")
+    def watch_folder(self, root: Path, reply_to: MessagePump) -> None:
+        """Post a DiskChanged for each batch of documents changed on disk, until the worker is cancelled."""
+        worker = get_current_worker()
+        watcher = FolderWatcher(root, stop_event=worker.cancelled_event)
+        self.watcher = watcher
+        try:
+            for batch in watcher:
+                reply_to.post_message(DiskChanged(batch))
+        finally:
+            if self.watcher is watcher:
+                self.watcher = None
 
     @work(thread=True, group="open", exclusive=True, exit_on_error=False, name="opening the document")
     def open_document(self, path: Path, root: Path, reply_to: MessagePump, reloaded: bool = False,
@@ -311,6 +369,10 @@ class WorkbenchApp(App[None]):
     @work(thread=True, group="save", exclusive=False, exit_on_error=False, name="saving")
     def save_workspace(self, workspace: Workspace, reply_to: MessagePump) -> None:
         """Write every document with unsaved changes (each atomically: temp file + rename)."""
+        if (watcher := self.watcher) is not None:  # our own writes are not news: tell the watcher first
+            for doc in workspace.dirty:
+                if doc.path is not None:
+                    watcher.remember(doc.path, doc.encoded())
         try:
             written = workspace.save()
         except OSError as exc:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from ..core.entities import Workspace
+from ..core.watch import DiskChange
 from .analysis import DiagnosisItem, EntityInfo, WorkspaceAnalysis
 from .report import DocumentReport, DocumentStatus
 
@@ -222,3 +223,11 @@ class SummarizeRequested(Message):
         super().__init__()
         self.node_id = node_id
         self.label = label
+
+
+class DiskChanged(Message):
+    """The folder watcher saw documents added, changed or deleted on disk by another program."""
+
+    def __init__(self, changes: list[DiskChange]) -> None:
+        super().__init__()
+        self.changes = changes

@@ -69,6 +69,19 @@ class Session:
                 return True
         return False
 
+    def drop(self, path: Path) -> bool:
+        """Forget a document whose file was deleted, unless it has unsaved edits (those are kept)."""
+        ws = self.workspace
+        if ws is None:
+            return False
+        for i, held in enumerate(ws.docs):
+            if held.path == path and not (held.readable and held.dirty):
+                del ws.docs[i]
+                self.undo.forget(path)
+                self.version += 1
+                return True
+        return False
+
     def snapshot(self, path: Path) -> bytes | None:
         doc = self.document(path)
         return snapshot(doc) if doc is not None else None

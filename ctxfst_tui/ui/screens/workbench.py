@@ -43,6 +43,7 @@ from ...core.entities import (
 from ...core.extract import Proposals
 from ...core.fixes import FixError, apply_fix
 from ...core.preview import Budget
+from ...core.watch import plan_reactions
 from ..analysis import DiagnosisItem, EntityInfo
 from ...core.summary import NovelSession, SummarySettings
 from ..jobs import (
@@ -60,6 +61,7 @@ from ..jobs import (
 from ..messages import (
     ChunksComputed,
     DiagnosisChosen,
+    DiskChanged,
     DocumentConverted,
     DocumentLoaded,
     DocumentSelected,
@@ -134,9 +136,12 @@ class WorkbenchScreen(Screen[None]):
         Binding("5", "show_tab('summary-tab')", "Summary", id="show-summary", group=TABS),
     ]
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, restore: Path | None = None, tab: str | None = None) -> None:
+        """``restore``: the document to open once the folder is listed; ``tab``: source, chunks, …"""
         super().__init__()
         self.root = root
+        self._restore = restore
+        self._initial_tab = f"{tab}-tab" if f"{tab}-tab" in TABS else "source-tab"
         self.current: Path | None = None  # the document the panes show (or are about to)
         self.current_doc: Document | None = None  # a worker-side copy of it, for re-chunking
         self.budget: Budget | None = None  # None: preview the document's own tags
@@ -144,6 +149,7 @@ class WorkbenchScreen(Screen[None]):
         self._jump: DiagnosisItem | None = None  # a finding to show once its document is open
         self._discard: Path | None = None  # a document whose unsaved edits the user agreed to drop
         self._analysed_version = -1
+        self._asking: set[Path] = set()  # documents changed on disk whose "reload?" question is open
         self.novel: NovelSession | None = None  # the novel the Summary tab shows (None while it is read)
         self.novel_path: Path | None = None  # its path (set as soon as it is asked for)
         self._summary_session: NovelSession | None = None  # the novel a summary job is working on
@@ -165,7 +171,7 @@ class WorkbenchScreen(Screen[None]):
                 with Horizontal(id="overview"):
                     yield DocumentSummary(id="summary")
                     yield FindingsPane(id="findings")
-                with TabbedContent(id="lower", initial="source-tab"):
+                with TabbedContent(id="lower", initial=self._initial_tab):
                     with TabPane("Source", id="source-tab"):
                         yield SourceView(id="source")
                     with TabPane("Chunks", id="chunks-tab"):
@@ -182,12 +188,22 @@ class WorkbenchScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one(DocumentTree).focus()
         self.workbench.scan_folder(self.root, self)
+        if self.workbench.watch_disk:
+            self.workbench.watch_folder(self.root, self)
 
     # ------------------------------------------------------------ results from workers
     @on(DocumentsListed)
     def _listed(self, message: DocumentsListed) -> None:
-        self.query_one(DocumentTree).show_documents(message.root, message.paths)
+        tree = self.query_one(DocumentTree)
+        listed = set(message.paths)
+        gone = sorted(p for p in self.session.dirty_paths if p not in listed)  # deleted on disk, edits kept
+        tree.show_documents(message.root, message.paths + gone)
+        for path in gone:
+            tree.mark_deleted(path)
         self._show_unsaved()
+        restore, self._restore = self._restore, None
+        if restore is not None and self.current is None and restore in message.paths:
+            self._open(restore)  # what was open when the app last closed on this folder
 
     @on(StatusesValidated)
     def _validated(self, message: StatusesValidated) -> None:
@@ -301,6 +317,74 @@ class WorkbenchScreen(Screen[None]):
             self.notify(f"Saved {count} document{'s' if count != 1 else ''}: {names}", title="Saved", timeout=4)
         if self.current is not None and (message.written and self.current in message.written):
             self._open(self.current, reloaded=True)
+
+    # ------------------------------------------------------------ changes made by other programs
+    @on(DiskChanged)
+    def _disk_changed(self, message: DiskChanged) -> None:
+        tree = self.query_one(DocumentTree)
+        for reaction in plan_reactions(message.changes, self.current, self.session.dirty_paths):
+            path = reaction.path
+            if reaction.action == "rescan":
+                self.workbench.scan_folder(self.root, self)
+            elif path is None:
+                continue
+            elif reaction.action == "mark-deleted":
+                tree.mark_deleted(path)
+                kept = self.session.is_dirty(path)
+                self.session.drop(path)  # a clean held copy goes; unsaved edits stay (ctrl+s writes them again)
+                if reaction.is_open or kept:
+                    more = " Its unsaved edits are kept; ctrl+s writes it again." if kept else ""
+                    self.notify(f"{self.session.label(path)} was deleted on disk.{more}", severity="warning", timeout=6)
+                if not kept:
+                    self._analyse()
+            elif reaction.action == "reload":
+                tree.mark_deleted(path, False)
+                self._reload_from_disk(path)
+            elif reaction.action == "ask":
+                tree.mark_deleted(path, False)
+                self._ask_reload(path)
+
+    def _reload_from_disk(self, path: Path) -> None:
+        """Take the file's new text: the open document through the open worker, any other held one here."""
+        if path == self.novel_path:
+            self._reload_novel()  # the Summary tab's tree: its stale summaries get marked
+        if path == self.current:
+            self._open(path, reloaded=True, from_disk=True)
+            return
+        if self.session.document(path) is None:
+            return  # not held (e.g. a .txt): the tree's status is refreshed when it is opened
+        try:
+            doc = Document.load(path)
+        except OSError:
+            return  # gone again: its "deleted" follows
+        if self.session.replace_document(doc):
+            self._edited(refresh_open=False)
+
+    def _ask_reload(self, path: Path) -> None:
+        if path in self._asking:
+            return
+        self._asking.add(path)
+
+        def answered(yes: bool | None) -> None:
+            self._asking.discard(path)
+            if not yes:
+                self.notify(f"Kept your edits of {self.session.label(path)}; saving will overwrite the file.", timeout=4)
+                return
+            if path == self.current:
+                self._discard = path  # _loaded may drop the edits now
+                self._open(path, reloaded=True, from_disk=True)
+                return
+            try:
+                doc = Document.load(path)
+            except OSError as exc:
+                self.notify(f"{self.session.label(path)}: {exc.strerror or exc}", title="Not reloaded", severity="error")
+                return
+            if self.session.replace_document(doc):
+                self._edited(refresh_open=False)
+
+        question = (f"[b]{self.session.label(path)}[/] was changed on disk by another program, "
+                    "and it has unsaved changes here.\n\nRead it again from disk and drop your edits?")
+        self.app.push_screen(ConfirmScreen(question, yes="Reload from disk", no="Keep my edits", focus_yes=False), answered)
 
     # ------------------------------------------------------------ intents from panes
     @on(DocumentSelected)

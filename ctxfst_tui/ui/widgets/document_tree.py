@@ -32,6 +32,7 @@ class DocumentTree(Tree[Path | None]):
         "document-tree--folder",
         "document-tree--opened",
         "document-tree--unsaved",
+        "document-tree--deleted",
     }
 
     def __init__(self, root: Path, *, id: str | None = None) -> None:
@@ -44,6 +45,7 @@ class DocumentTree(Tree[Path | None]):
         self._statuses: dict[Path, DocumentStatus] = {}
         self._doc_nodes: dict[Path, TreeNode[Path | None]] = {}
         self._unsaved: set[Path] = set()
+        self._deleted: set[Path] = set()  # gone from disk (kept in the tree while they have unsaved edits)
         self.opened: Path | None = None
 
     # ------------------------------------------------------------ what the screen hands down
@@ -51,6 +53,7 @@ class DocumentTree(Tree[Path | None]):
         """Replace the tree with ``paths`` (files under ``root``), folders first, then files."""
         self.clear()
         self._doc_nodes.clear()
+        self._deleted &= set(paths)
         base = root if root.is_dir() else root.parent
         layout: dict = {}
         for path in paths:
@@ -93,6 +96,19 @@ class DocumentTree(Tree[Path | None]):
             node = self._doc_nodes.get(path)
             if node is not None:
                 node.refresh()
+
+    def mark_deleted(self, path: Path, deleted: bool = True) -> None:
+        """Mark (or unmark) a document whose file another program deleted."""
+        if deleted:
+            self._deleted.add(path)
+        else:
+            self._deleted.discard(path)
+        node = self._doc_nodes.get(path)
+        if node is not None:
+            node.refresh()
+
+    def deleted(self, path: Path) -> bool:
+        return path in self._deleted
 
     def unsaved(self, path: Path) -> bool:
         return path in self._unsaved
@@ -138,6 +154,9 @@ class DocumentTree(Tree[Path | None]):
         name = Text(str(node.label))
         if node.data == self.opened:
             name.stylize(self._style("opened"))
+        if node.data in self._deleted:
+            name.stylize(self._style("deleted"))
+            name.append(" (deleted)")
         name.stylize(style)
         if node.data in self._unsaved:
             return Text.assemble((GLYPHS[state], glyph_style), " ", name, (" ●", self._style("unsaved")))

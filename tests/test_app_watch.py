@@ -1,0 +1,82 @@
+"""Pilot test of the disk watch: reload, ask, own saves, deleted, added (the App started with watch_disk=True)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import tests.test_app as app_tests
+from ctxfst_tui.ui.app import WorkbenchApp
+from ctxfst_tui.ui.screens import workbench as wb
+from ctxfst_tui.ui.screens.confirm import ConfirmScreen
+from ctxfst_tui.ui.widgets.document_tree import DocumentTree
+from tests.test_app import VALID, folder, open_document  # noqa: F401 - the fixture and helpers
+
+SIZE = (160, 45)
+
+
+async def settle(app, pilot) -> None:
+    """As test_app.settle, but the watch worker never completes: wait for the others only."""
+    others = [w for w in app.workers if w.group != "watch"]
+    if others:  # wait_for_complete([]) would wait for every worker
+        await app.workers.wait_for_complete(others)
+    await pilot.pause()
+    await pilot.pause()
+
+
+async def until(pilot, cond, timeout: float = 10.0) -> None:
+    t0 = time.monotonic()
+    while not cond():
+        assert time.monotonic() - t0 < timeout, "timed out"
+        await pilot.pause(0.05)
+
+
+async def test_disk_changes_reach_the_workbench(folder: Path, monkeypatch) -> None:
+    seen = []
+    real = wb.plan_reactions
+
+    def spy(changes, open_path, dirty):
+        seen.extend(changes)
+        return real(changes, open_path, dirty)
+
+    monkeypatch.setattr(wb, "plan_reactions", spy)
+    monkeypatch.setattr(app_tests, "settle", settle)  # open_document settles with it
+    app = WorkbenchApp(folder, watch_disk=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await until(pilot, lambda: app.watcher is not None and app.watcher.ready.is_set())
+        screen = app.screen
+        tree = screen.query_one(DocumentTree)
+        await open_document(app, pilot, "valid.md")
+        path = folder / "valid.md"
+
+        # changed outside, no unsaved edits: reloaded (panes and the held document)
+        path.write_text(VALID.replace("A valid document", "Changed outside"), encoding="utf-8")
+        await until(pilot, lambda: screen.current_doc is not None and "Changed outside" in screen.current_doc.text
+                    and "Changed outside" in app.session.document(path).text)
+
+        # changed outside while edited here: asked; yes drops the edits
+        doc = app.session.document(path)
+        doc.replace_text(doc.text.replace("Python is a language.", "Edited here."))
+        assert app.session.is_dirty(path)
+        path.write_text(VALID.replace("A valid document", "Changed outside again"), encoding="utf-8")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(app, pilot)
+        await until(pilot, lambda: "Changed outside again" in app.session.document(path).text)
+        assert not app.session.is_dirty(path)
+
+        # our own save is not reported
+        seen.clear()
+        doc = app.session.document(path)
+        doc.replace_text(doc.text.replace("Python is a language.", "Saved by us."))
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert b"Saved by us." in path.read_bytes()
+
+        # deleted: marked in the tree, dropped from the session; added: the tree is rescanned
+        (folder / "invalid.md").unlink()
+        await until(pilot, lambda: tree.deleted(folder / "invalid.md"))
+        assert app.session.document(folder / "invalid.md") is None
+        (folder / "new.md").write_text("# New\n")
+        await until(pilot, lambda: folder / "new.md" in tree.documents)
+        assert all(c.path != path for c in seen), seen  # (the sentinel: later changes did arrive)
