@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rich.segment import Segment
 from rich.style import Style
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
@@ -65,7 +66,7 @@ class ChunkMap(ScrollView, can_focus=True):
         old = self.selected
         self.selected = min(old, len(spans) - 1) if keep_selection and spans else 0
         if not keep_selection:
-            self.scroll_to(0, 0, animate=False)
+            self._jump(0, 0)
         self.refresh()
         self.post_message(self.ChunkHighlighted(self.current_span))
 
@@ -143,6 +144,58 @@ class ChunkMap(ScrollView, can_focus=True):
         segs.append(Segment(label, style))
         return segs
 
+    # ------------------------------------------------------------ scrolling (never animated)
+    # ScrollView's keys animate the scroll (about 0.2 s of frames per page), so pagedown cost
+    # several times a frame; like Tree, the map jumps straight to the new offset.
+    def _jump(self, x: float | None = None, y: float | None = None) -> None:
+        self.scroll_to(x, y, animate=False, immediate=True)
+
+    def action_scroll_up(self) -> None:
+        if not self.allow_vertical_scroll:
+            raise SkipAction()
+        self._jump(y=self.scroll_y - 1)
+
+    def action_scroll_down(self) -> None:
+        if not self.allow_vertical_scroll:
+            raise SkipAction()
+        self._jump(y=self.scroll_y + 1)
+
+    def action_page_up(self) -> None:
+        if not self.allow_vertical_scroll:
+            raise SkipAction()
+        self._jump(y=self.scroll_y - self.scrollable_content_region.height)
+
+    def action_page_down(self) -> None:
+        if not self.allow_vertical_scroll:
+            raise SkipAction()
+        self._jump(y=self.scroll_y + self.scrollable_content_region.height)
+
+    def action_scroll_left(self) -> None:
+        if not self.allow_horizontal_scroll:
+            raise SkipAction()
+        self._jump(x=self.scroll_x - 1)
+
+    def action_scroll_right(self) -> None:
+        if not self.allow_horizontal_scroll:
+            raise SkipAction()
+        self._jump(x=self.scroll_x + 1)
+
+    def action_page_left(self) -> None:
+        if not self.allow_horizontal_scroll:
+            raise SkipAction()
+        self._jump(x=self.scroll_x - self.scrollable_content_region.width)
+
+    def action_page_right(self) -> None:
+        if not self.allow_horizontal_scroll:
+            raise SkipAction()
+        self._jump(x=self.scroll_x + self.scrollable_content_region.width)
+
+    def action_scroll_home(self) -> None:
+        self._jump(0, 0)
+
+    def action_scroll_end(self) -> None:
+        self._jump(0, self.max_scroll_y)
+
     # ------------------------------------------------------------ stepping
     def watch_selected(self, old: int, new: int) -> None:
         self.refresh()
@@ -153,7 +206,7 @@ class ChunkMap(ScrollView, can_focus=True):
         i = max(0, min(i, len(self._spans) - 1))
         self.selected = i
         row = self._header_rows[i] if i < len(self._header_rows) else 0
-        self.scroll_to(y=max(row - 1, 0), animate=False)
+        self._jump(y=max(row - 1, 0))
         self.post_message(self.ChunkHighlighted(self.current_span))
 
     def action_next_chunk(self) -> None:
