@@ -80,6 +80,7 @@ class WorkbenchApp(App[None]):
         STYLES / "diagnosis_pane.tcss",
         STYLES / "job_status.tcss",
         STYLES / "summary_tree.tcss",
+        STYLES / "status_bar.tcss",
     ]
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     UNDO = Binding.Group("Undo/redo")
@@ -147,8 +148,10 @@ class WorkbenchApp(App[None]):
             self.notify(problem, severity="warning", timeout=8)
 
     def get_default_screen(self) -> Screen:
-        tab = self.config.layout.get("tab") or self.state.folder_state(self.folder).tab
-        return WorkbenchScreen(self.folder, restore=self.state.document_in(self.folder), tab=tab)
+        remembered = self.state.folder_state(self.folder)
+        tab = self.config.layout.get("tab") or remembered.tab
+        layout = {**remembered.layout, **{k: v for k, v in self.config.layout.items() if k != "tab"}}
+        return WorkbenchScreen(self.folder, restore=self.state.document_in(self.folder), tab=tab, layout=layout)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -159,7 +162,7 @@ class WorkbenchApp(App[None]):
         screen = next((s for s in reversed(self.screen_stack) if isinstance(s, WorkbenchScreen)), None)
         if screen is not None:
             tab = str(screen.query_one("#lower", TabbedContent).active).removesuffix("-tab")
-            self.state.remember(self.folder, screen.current, tab=tab)
+            self.state.remember(self.folder, screen.current, tab=tab, layout=screen.layout_state())
         self.state.theme = self.theme
         self.state.model = {k: v for k, v in asdict(self.models.settings).items() if v not in (None, "")}
         if problem := save_state(self.state):

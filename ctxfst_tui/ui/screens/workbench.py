@@ -89,6 +89,7 @@ from ..widgets.entity_panel import EntityPanel, EntityTable
 from ..widgets.findings_pane import FindingsPane
 from ..widgets.job_status import JobStatus
 from ..widgets.source_view import SourceView
+from ..widgets.status_bar import StatusBar
 from ..widgets.summary_tree import EMPTY as NO_NOVEL
 from ..widgets.summary_tree import SummaryPane
 from .confirm import ConfirmScreen
@@ -120,8 +121,11 @@ def _fold(s: str) -> str:
 class WorkbenchScreen(Screen[None]):
     """One folder's documents, and the one that is open."""
 
-    # Below 140 columns the summary stacks above the findings instead of beside them.
+    # Below 140 columns the summary stacks above the findings instead of beside them; below 36
+    # rows the overview steps aside (the status bar carries the verdict) unless the user asks for it.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+    TREE_WIDTH = (16, 80)  # what [ and ] may set the tree's width to
 
     PANES = Binding.Group("Pane")
     TABS = Binding.Group("Tab", compact=True)
@@ -134,11 +138,20 @@ class WorkbenchScreen(Screen[None]):
         Binding("3", "show_tab('entities-tab')", "Entities", id="show-entities", group=TABS),
         Binding("4", "show_tab('diagnosis-tab')", "Diagnosis", id="show-diagnosis", group=TABS),
         Binding("5", "show_tab('summary-tab')", "Summary", id="show-summary", group=TABS),
+        Binding("ctrl+b", "toggle_tree", "Tree", id="toggle-tree", show=False,
+                tooltip="Hide or show the document tree (the views take the whole width)"),
+        Binding("o", "toggle_overview", "Overview", id="toggle-overview", show=False,
+                tooltip="Hide or show the open document's summary and findings above the views"),
+        Binding("[", "tree_width(-4)", "Narrower tree", id="tree-narrower", show=False),
+        Binding("]", "tree_width(4)", "Wider tree", id="tree-wider", show=False),
     ]
 
-    def __init__(self, root: Path, restore: Path | None = None, tab: str | None = None) -> None:
-        """``restore``: the document to open once the folder is listed; ``tab``: source, chunks, …"""
+    def __init__(self, root: Path, restore: Path | None = None, tab: str | None = None,
+                 layout: dict[str, Any] | None = None) -> None:
+        """``restore``: the document to open once the folder is listed; ``tab``: source, chunks, …;
+        ``layout``: ``tree_width``, ``tree`` (shown), ``overview`` (auto / shown / hidden), as saved."""
         super().__init__()
+        self._layout = dict(layout or {})
         self.root = root
         self._restore = restore
         self._initial_tab = f"{tab}-tab" if f"{tab}-tab" in TABS else "source-tab"
@@ -183,9 +196,18 @@ class WorkbenchScreen(Screen[None]):
                     with TabPane("Summary", id="summary-tab"):
                         yield SummaryPane(id="summary-pane")
         yield JobStatus(id="job-status")
+        yield StatusBar(id="status-bar")
         yield Footer()
 
     def on_mount(self) -> None:
+        width = self._layout.get("tree_width")
+        if isinstance(width, int) and not isinstance(width, bool):
+            self.action_tree_width(0, width)
+        if self._layout.get("tree") is False:
+            self.add_class("-tree-hidden")
+        overview = self._layout.get("overview")
+        if overview in ("shown", "hidden"):
+            self.add_class(f"-overview-{overview}")
         self.query_one(DocumentTree).focus()
         self.workbench.scan_folder(self.root, self)
         if self.workbench.watch_disk:
@@ -240,6 +262,7 @@ class WorkbenchScreen(Screen[None]):
                 self._edited(refresh_open=False)
         self.current_doc = report.document
         self.query_one(DocumentTree).set_statuses({report.path: report.status})
+        self.query_one(StatusBar).show_document(report.display_path, report.status)
         self.query_one(DocumentSummary).show_report(report)
         self.query_one(FindingsPane).show_findings(report.findings, keep_cursor=message.reloaded)
         name = report.display_path + (" ●" if report.unsaved else "")
@@ -260,6 +283,7 @@ class WorkbenchScreen(Screen[None]):
         if message.path != self.current:
             return
         self.query_one(ChunkPreview).show_spans(message.text, message.spans, message.what, message.keep_selection)
+        self.query_one(StatusBar).show_chunks(len(message.spans), sum(s.tokens for s in message.spans), message.what)
         if self._jump is not None and self._jump.path == message.path:
             self._select_chunk(self._jump)
             self._jump = None
@@ -330,6 +354,8 @@ class WorkbenchScreen(Screen[None]):
                 continue
             elif reaction.action == "mark-deleted":
                 tree.mark_deleted(path)
+                if reaction.is_open:
+                    self.query_one(StatusBar).show_document(self.session.label(path), deleted=True)
                 kept = self.session.is_dirty(path)
                 self.session.drop(path)  # a clean held copy goes; unsaved edits stay (ctrl+s writes them again)
                 if reaction.is_open or kept:
@@ -544,6 +570,7 @@ class WorkbenchScreen(Screen[None]):
         self.query_one(DocumentTree).set_unsaved(dirty)
         base = str(self.root.resolve())
         n = len(dirty)
+        self.query_one(StatusBar).show_unsaved(n)
         self.app.sub_title = f"{base}  ·  ● {n} unsaved (ctrl+s saves)" if n else base
 
     def undo(self) -> None:
@@ -598,7 +625,7 @@ class WorkbenchScreen(Screen[None]):
             models = self.workbench.models
             job = Job("contextualize", path, label, total=chunks)
             if self.workbench.start_job(job, lambda post: contextualize_job(models, job, data, options, post), self):
-                self.query_one(JobStatus).start(job)
+                self._job_started(job)
 
         model = self.workbench.models.settings.describe()
         self.app.push_screen(ContextualizeScreen(label, chunks, present, model), answered)
@@ -618,7 +645,11 @@ class WorkbenchScreen(Screen[None]):
         models = self.workbench.models
         job = Job("extract", path, self.session.label(path), total=chunk_counts(doc)[0])
         if self.workbench.start_job(job, lambda post: extract_job(models, job, data, others, post), self):
-            self.query_one(JobStatus).start(job)
+            self._job_started(job)
+
+    def _job_started(self, job: Job) -> None:
+        self.query_one(JobStatus).start(job)
+        self.query_one(StatusBar).show_job(job.title)
 
     def job_cancelling(self, job: Job) -> None:
         self.query_one(JobStatus).show_cancelling()
@@ -635,6 +666,7 @@ class WorkbenchScreen(Screen[None]):
     def _job_finished(self, message: JobFinished) -> None:
         job = message.job
         self.query_one(JobStatus).finish()
+        self.query_one(StatusBar).show_job(None)
         if job.kind == "summarize":
             self._summary_finished(message)
             return
@@ -800,7 +832,7 @@ class WorkbenchScreen(Screen[None]):
         settings = SummarySettings()
         if self.workbench.start_job(job, lambda post: summarize_job(models, job, session, settings, post), self):
             self._summary_session = session
-            self.query_one(JobStatus).start(job)
+            self._job_started(job)
             pane.job_started(job)
 
     @on(SummaryNodeChanged)
@@ -850,6 +882,42 @@ class WorkbenchScreen(Screen[None]):
         self.set_class(event.pane.id in FULL_HEIGHT_TABS, "-workspace-tab")
         if event.pane.id == "summary-tab":
             self._show_novel(self.current)
+
+    # ------------------------------------------------------------ layout
+    def layout_state(self) -> dict[str, Any]:
+        """What ``layout`` restores next time: the tree's width and visibility, the overview's mode."""
+        state: dict[str, Any] = {"tree": not self.has_class("-tree-hidden")}
+        if self.tree_width is not None:
+            state["tree_width"] = self.tree_width
+        overview = "shown" if self.has_class("-overview-shown") else "hidden" if self.has_class("-overview-hidden") else "auto"
+        state["overview"] = overview
+        return state
+
+    @property
+    def tree_width(self) -> int | None:
+        width = self.query_one(DocumentTree).styles.width
+        return int(width.value) if width is not None and width.is_cells else None
+
+    def action_tree_width(self, delta: int, absolute: int | None = None) -> None:
+        tree = self.query_one(DocumentTree)
+        current = self.tree_width if self.tree_width is not None else tree.outer_size.width or 30
+        low, high = self.TREE_WIDTH
+        tree.styles.width = max(low, min(high, absolute if absolute is not None else current + delta))
+
+    def action_toggle_tree(self) -> None:
+        tree = self.query_one(DocumentTree)
+        hidden = not self.has_class("-tree-hidden")
+        if hidden and tree.has_focus:
+            self.query_one(TABS[str(self.query_one(TabbedContent).active)]).focus()
+        self.set_class(hidden, "-tree-hidden")
+
+    def action_toggle_overview(self) -> None:
+        overview = self.query_one("#overview")
+        visible = overview.display and not self.has_class("-workspace-tab")
+        self.remove_class("-overview-shown", "-overview-hidden")
+        self.add_class("-overview-hidden" if visible else "-overview-shown")
+        if self.has_class("-workspace-tab") and not visible:
+            self.action_show_tab("source-tab")  # the overview belongs to the document views
 
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
