@@ -25,7 +25,7 @@ from textual.screen import Screen
 from textual.widgets import Input, TabbedContent
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from ..config import Config, State, load_config, load_state, save_state
+from ..config import Config, State, load_config, load_state, save_state, write_default_config
 from ..core.convert import ConvertError
 from ..core.document import Document
 from ..core.entities import Workspace
@@ -195,6 +195,42 @@ class WorkbenchApp(App[None]):
     def action_extract_entities(self) -> None:
         if (screen := self._workbench()) is not None:
             screen.extract_entities()
+
+    def action_write_config(self) -> None:
+        """Write an example config.toml listing every setting and key id (never over an existing one)."""
+        path = self.config.path
+        try:
+            wrote = write_default_config(path, binding_catalogue())
+        except OSError as exc:
+            self.notify(f"{path}: {exc.strerror or exc}", title="Config not written", severity="error", timeout=8)
+            return
+        self.notify(f"Wrote {path}" if wrote else f"{path} exists; left as it is.", title="Config", timeout=6)
+
+    def _on_workbench(self, method: str) -> None:
+        """Palette commands that act on the workbench screen (nothing when a modal is on top)."""
+        if (screen := self._workbench()) is not None:
+            getattr(screen, method)()
+
+    def action_rechunk(self) -> None:
+        self._on_workbench("rechunk")
+
+    def action_validate(self) -> None:
+        self._on_workbench("validate")
+
+    def action_diagnose(self) -> None:
+        self._on_workbench("diagnose")
+
+    def action_apply_fix(self) -> None:
+        self._on_workbench("apply_fix")
+
+    def action_merge(self) -> None:
+        self._on_workbench("merge_suggestion")
+
+    def action_toggle_tree(self) -> None:
+        self._on_workbench("action_toggle_tree")
+
+    def action_toggle_overview(self) -> None:
+        self._on_workbench("action_toggle_overview")
 
     def action_summarize_node(self) -> None:
         if (screen := self._workbench()) is not None:

@@ -36,18 +36,31 @@ class Session:
     def ready(self) -> bool:
         return self.workspace is not None
 
-    def adopt(self, ws: Workspace) -> None:
-        """Take a freshly loaded workspace; documents already held (maybe edited) are kept as they are."""
+    def adopt(self, ws: Workspace) -> set[Path]:
+        """Take a freshly loaded workspace. Documents held with unsaved edits are kept as they are;
+        held ones without edits take the text read from disk (another program may have changed it).
+        Returns the paths whose held text was replaced."""
+        replaced: set[Path] = set()
         if self.workspace is None:
             self.workspace = ws
         else:
             held = {d.path: d for d in self.workspace.docs if d.path is not None}
-            fresh = [held.get(d.path, d) if d.path is not None else d for d in ws.docs]
+
+            def pick(d: Document) -> Document:
+                old = held.get(d.path) if d.path is not None else None
+                if old is None or old.dirty or (old.readable == d.readable and old.text == d.text):
+                    return old or d
+                replaced.add(d.path)
+                self.undo.forget(d.path)
+                return d
+
+            fresh = [pick(d) for d in ws.docs]
             kept = {d.path for d in fresh}
             # A dirty document whose file has gone is kept: its edits are not lost without asking.
             fresh += [d for p, d in held.items() if p not in kept and d.readable and d.dirty]
             self.workspace = Workspace(fresh, ws.root)
         self.version += 1
+        return replaced
 
     def document(self, path: Path | None) -> Document | None:
         if self.workspace is None or path is None:

@@ -85,7 +85,7 @@ from ..widgets.chunk_preview import ChunkPreview
 from ..widgets.diagnosis_pane import DiagnosisPane
 from ..widgets.document_summary import DocumentSummary
 from ..widgets.document_tree import DocumentTree
-from ..widgets.entity_panel import EntityPanel, EntityTable
+from ..widgets.entity_panel import ClusterList, EntityPanel, EntityTable
 from ..widgets.findings_pane import FindingsPane
 from ..widgets.job_status import JobStatus
 from ..widgets.source_view import SourceView
@@ -235,7 +235,9 @@ class WorkbenchScreen(Screen[None]):
 
     @on(WorkspaceLoaded)
     def _workspace_loaded(self, message: WorkspaceLoaded) -> None:
-        self.session.adopt(message.workspace)
+        replaced = self.session.adopt(message.workspace)
+        if self.current in replaced:
+            self._open(self.current, reloaded=True)  # changed on disk while held without edits
         self._analyse()
 
     @on(WorkspaceAnalysed)
@@ -882,6 +884,45 @@ class WorkbenchScreen(Screen[None]):
         self.set_class(event.pane.id in FULL_HEIGHT_TABS, "-workspace-tab")
         if event.pane.id == "summary-tab":
             self._show_novel(self.current)
+
+    # ------------------------------------------------------------ palette commands
+    @property
+    def documents(self) -> list[Path]:
+        """The documents the tree lists (what "Open …" in the palette offers)."""
+        return list(self.query_one(DocumentTree)._doc_nodes)
+
+    def open_path(self, path: Path) -> None:
+        self.query_one(DocumentTree).mark_opened(path)
+        self._open(path)
+
+    def rechunk(self) -> None:
+        """The Chunks tab with the size field focused: type a budget and the document re-chunks."""
+        if self.current is None:
+            self.notify("Select a document first.", severity="warning", timeout=2)
+            return
+        self.query_one(TabbedContent).active = "chunks-tab"
+        self.query_one(ChunkPreview).action_edit_size()
+
+    def validate(self) -> None:
+        """Validate every document of the folder again (the tree's marks) and the open one."""
+        self.workbench.scan_folder(self.root, self)  # the open document follows if its text changed
+        self.notify("Validating the folder…", timeout=2)
+
+    def diagnose(self) -> None:
+        self._analyse()
+        self.action_show_tab("diagnosis-tab")
+
+    def apply_fix(self) -> None:
+        """The fix of the finding highlighted in the Diagnosis tab (as `f` there)."""
+        self.action_show_tab("diagnosis-tab")
+        self.query_one(DiagnosisPane).action_fix()
+
+    def merge_suggestion(self) -> None:
+        """The merge suggestion highlighted in the Entities tab (as `m` there): its diff, then merge."""
+        self.query_one(TabbedContent).active = "entities-tab"
+        clusters = self.query_one(ClusterList)
+        clusters.focus()
+        clusters.action_merge()
 
     # ------------------------------------------------------------ layout
     def layout_state(self) -> dict[str, Any]:
