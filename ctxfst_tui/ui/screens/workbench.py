@@ -885,6 +885,48 @@ class WorkbenchScreen(Screen[None]):
         if event.pane.id == "summary-tab":
             self._show_novel(self.current)
 
+    # ------------------------------------------------------------ cross-highlighting
+    @on(ChunkMap.ChunkHighlighted)
+    def _chunk_highlighted(self, message: ChunkMap.ChunkHighlighted) -> None:
+        """The chunk selected in the preview is the band highlighted in the source."""
+        span = message.span
+        source = self.query_one(SourceView)
+        if span is None:
+            source.clear_highlight()
+        else:
+            source.highlight_lines(span.line, span.end_line)
+
+    @on(SourceView.CursorMoved)
+    def _source_cursor_moved(self, message: SourceView.CursorMoved) -> None:
+        """Moving through the source selects the chunk under the cursor in the preview."""
+        if message.source_view.has_focus:
+            self.query_one(ChunkMap).select_line(message.line)
+
+    @on(EntityTable.RowHighlighted)
+    def _entity_highlighted(self, message: EntityTable.RowHighlighted) -> None:
+        """The entity under the cursor: its documents marked in the tree, the open document's
+        chunks that link it marked in the preview and highlighted in the source."""
+        if not isinstance(message.data_table, EntityTable):
+            return
+        entity = message.data_table.current
+        tree, chunk_map, source = self.query_one(DocumentTree), self.query_one(ChunkMap), self.query_one(SourceView)
+        if entity is None:
+            tree.mark_related(set())
+            chunk_map.mark_ids(set())
+            return
+        tree.mark_related({self.root / d for d in entity.documents})
+        doc = self.session.document(self.current) or self.current_doc
+        linking = set()
+        if doc is not None and doc.readable:
+            for entry in doc.entries("chunks"):
+                links = entry.data.get("entities") if isinstance(entry.data, dict) else None
+                if isinstance(links, list) and entity.id in links and isinstance(entry.id, str):
+                    linking.add(entry.id)
+        chunk_map.mark_ids(linking)
+        spans = [s for s in chunk_map.spans if s.id in linking]
+        if spans:
+            source.highlight_ranges([(s.line, s.end_line) for s in spans])
+
     # ------------------------------------------------------------ palette commands
     @property
     def documents(self) -> list[Path]:

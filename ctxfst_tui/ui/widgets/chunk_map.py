@@ -32,6 +32,7 @@ class ChunkMap(ScrollView, can_focus=True):
         "chunk-map--flag",
         "chunk-map--line-number",
         "chunk-map--outside",
+        "chunk-map--marked",
     }
     BINDINGS = [
         Binding("n,j", "next_chunk", "Next chunk", id="preview.next-chunk"),
@@ -55,6 +56,7 @@ class ChunkMap(ScrollView, can_focus=True):
         self._spans: list[ChunkSpan] = []
         self._rows: list[tuple[str, int, int]] = []  # ("header", span_i, 0) | ("line", line_no, span_i or -1)
         self._header_rows: list[int] = []
+        self.marked: frozenset[str] = frozenset()  # chunk ids another view points at (e.g. an entity's links)
 
     # ------------------------------------------------------------ data from the screen
     def show(self, text: str, spans: list[ChunkSpan], keep_selection: bool = False) -> None:
@@ -69,6 +71,13 @@ class ChunkMap(ScrollView, can_focus=True):
             self._jump(0, 0)
         self.refresh()
         self.post_message(self.ChunkHighlighted(self.current_span))
+
+    def mark_ids(self, ids: set[str] | frozenset[str]) -> None:
+        """Mark the chunks with these ids (◆ on their headers); an empty set clears the marks."""
+        ids = frozenset(ids)
+        if ids != self.marked:
+            self.marked = ids
+            self.refresh()
 
     @property
     def spans(self) -> list[ChunkSpan]:
@@ -133,7 +142,12 @@ class ChunkMap(ScrollView, can_focus=True):
         style = self.get_component_rich_style("chunk-map--header-selected" if selected else "chunk-map--header")
         band = self._band_style(span_i)
         marker = "▶" if selected else " "
-        segs = [Segment("▌", band), Segment(f"{marker} #{s.index + 1:<4}", style), Segment(f"{s.tokens:>6} tok  ", style)]
+        segs = [Segment("▌", band), Segment(marker, style)]
+        if s.id in self.marked:
+            segs.append(Segment("◆", self.get_component_rich_style("chunk-map--marked") + Style(bold=True)))
+        else:
+            segs.append(Segment(" ", style))
+        segs += [Segment(f"#{s.index + 1:<4}", style), Segment(f"{s.tokens:>6} tok  ", style)]
         flag = s.flag
         if flag or s.oversize:
             note = "over budget, atomic" if s.oversize else ("< 100 tokens" if flag == "small" else "> 1,500 tokens")

@@ -33,6 +33,7 @@ class DocumentTree(Tree[Path | None]):
         "document-tree--opened",
         "document-tree--unsaved",
         "document-tree--deleted",
+        "document-tree--related",
     }
 
     def __init__(self, root: Path, *, id: str | None = None) -> None:
@@ -46,6 +47,7 @@ class DocumentTree(Tree[Path | None]):
         self._doc_nodes: dict[Path, TreeNode[Path | None]] = {}
         self._unsaved: set[Path] = set()
         self._deleted: set[Path] = set()  # gone from disk (kept in the tree while they have unsaved edits)
+        self.related: set[Path] = set()  # documents another view points at (◆)
         self.opened: Path | None = None
 
     # ------------------------------------------------------------ what the screen hands down
@@ -158,9 +160,21 @@ class DocumentTree(Tree[Path | None]):
             name.stylize(self._style("deleted"))
             name.append(" (deleted)")
         name.stylize(style)
+        if node.data in self.related:
+            name.append(" ◆", self._style("related"))
         if node.data in self._unsaved:
             return Text.assemble((GLYPHS[state], glyph_style), " ", name, (" ●", self._style("unsaved")))
         return Text.assemble((GLYPHS[state], glyph_style), " ", name)
+
+    def mark_related(self, paths: set[Path]) -> None:
+        """Mark (◆) the documents another view points at, e.g. those using the highlighted entity."""
+        paths = set(paths)
+        if paths != self.related:
+            changed = paths ^ self.related
+            self.related = paths
+            for p in changed:
+                if p in self._doc_nodes:
+                    self._doc_nodes[p].refresh()
 
     # ------------------------------------------------------------ intents
     @on(Tree.NodeSelected)

@@ -1,0 +1,147 @@
+"""Cross-pane flows: what is selected in one view shows in the others, and an edit made in one
+view refreshes the rest (issue 7: finding → jump → fix → report refreshes; merge in the entity
+panel → chunk preview updates; chunk ↔ source; entity → its documents and chunks)."""
+from __future__ import annotations
+
+from ctxfst_tui.ui.app import WorkbenchApp
+from ctxfst_tui.ui.screens.diff import DiffScreen
+from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.diagnosis_pane import DiagnosisTree
+from ctxfst_tui.ui.widgets.document_tree import DocumentTree
+from ctxfst_tui.ui.widgets.entity_panel import ClusterList, EntityTable
+from ctxfst_tui.ui.widgets.source_view import SourceView
+from test_app import SIZE, open_document, settle, started
+from test_entity_panel import folder  # noqa: F401  (frontend.md and backend.md, JS / JavaScript)
+
+TWO_CHUNKS = """\
+---
+title: "Two chunks"
+entities:
+  - id: entity:redis
+    name: Redis
+    type: database
+chunks:
+  - id: ops:cache
+    entities: [entity:redis]
+    context: "How the cache is run"
+  - id: ops:queue
+    context: "How the queue is run"
+---
+
+<Chunk id="ops:cache">
+## Cache
+
+Redis holds the sessions.
+</Chunk>
+
+<Chunk id="ops:queue">
+## Queue
+
+The queue is a table.
+</Chunk>
+"""
+
+
+async def test_merge_in_the_entity_panel_updates_the_chunk_preview_and_the_source(folder):  # noqa: F811
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        await open_document(app, pilot, "frontend.md")
+        await settle(app, pilot)
+        source = screen.query_one(SourceView)
+        assert "entities: [entity:react, entity:js]" in source.text
+        await pilot.press("3")
+        await settle(app, pilot)
+        clusters = screen.query_one(ClusterList)
+        clusters.focus()
+        await pilot.press("m")
+        await pilot.pause()
+        assert isinstance(app.screen, DiffScreen)
+        await pilot.press("y")
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert "entities: [entity:react, entity:javascript]" in source.text
+        await pilot.press("2")
+        await settle(app, pilot)
+        chunk_map = screen.query_one(ChunkMap)
+        assert "entities: [entity:react, entity:javascript]" in chunk_map.text  # the preview shows the merged text
+
+
+async def test_finding_jump_fix_and_the_report_refreshes(tmp_path):
+    (tmp_path / "ops.md").write_text(TWO_CHUNKS.replace("entities: [entity:redis]", "entities: [entity:redis, entity:memcached]"))
+    app = WorkbenchApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        await pilot.press("4")
+        await settle(app, pilot)
+        tree = screen.query_one(DiagnosisTree)
+        target = next(i for i in tree.items if i.rule == "entity-undefined")
+        while tree.current != target:
+            await pilot.press("n")
+        await pilot.press("enter")  # jump: the document opens at the finding's line
+        await settle(app, pilot)
+        await settle(app, pilot)
+        source = screen.query_one(SourceView)
+        assert screen.current == tmp_path / "ops.md"
+        assert source.cursor_location[0] + 1 == target.line
+        assert screen.query_one(ChunkMap).current_span.id == "ops:cache"  # the finding's chunk, in the preview
+        await pilot.press("4")
+        await settle(app, pilot)
+        while tree.current is None or tree.current.rule != "entity-undefined":
+            await pilot.press("n")
+        await pilot.press("f")  # fix
+        await settle(app, pilot)
+        await settle(app, pilot)
+        assert not [i for i in tree.items if i.rule == "entity-undefined"]  # the report refreshed
+        assert "entity:memcached" not in source.text  # and the source shows the fixed text
+
+
+async def test_chunk_and_source_follow_each_other(tmp_path):
+    (tmp_path / "ops.md").write_text(TWO_CHUNKS)
+    app = WorkbenchApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        await open_document(app, pilot, "ops.md")
+        await settle(app, pilot)
+        chunk_map, source = screen.query_one(ChunkMap), screen.query_one(SourceView)
+        lines = TWO_CHUNKS.splitlines()
+        queue_open = lines.index('<Chunk id="ops:queue">') + 1
+        await pilot.press("2")
+        await settle(app, pilot)
+        await pilot.press("n")  # the second chunk in the preview …
+        await pilot.pause()
+        assert chunk_map.current_span.id == "ops:queue"
+        first, last = source.highlighted[0]
+        assert first <= queue_open + 1 <= last  # … is the band highlighted in the source
+        await pilot.press("1")
+        await pilot.pause()
+        source.focus()
+        await pilot.press("ctrl+home")
+        cache_text = lines.index("Redis holds the sessions.") + 1
+        for _ in range(cache_text - 1):
+            await pilot.press("down")
+        await pilot.pause()
+        assert chunk_map.current_span.id == "ops:cache"  # moving in the source selects its chunk
+
+
+async def test_an_entity_marks_its_documents_and_the_chunks_that_link_it(folder):  # noqa: F811
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        await open_document(app, pilot, "frontend.md")
+        await settle(app, pilot)
+        await pilot.press("3")
+        await settle(app, pilot)
+        table = screen.query_one(EntityTable)
+        tree, chunk_map = screen.query_one(DocumentTree), screen.query_one(ChunkMap)
+        table.highlight("entity:react")
+        await pilot.pause()
+        assert tree.related == {folder / "frontend.md"}
+        assert chunk_map.marked == {"skill:react-components"}
+        table.highlight("entity:node")  # declared and linked only in backend.md
+        await pilot.pause()
+        assert tree.related == {folder / "backend.md"}
+        assert chunk_map.marked == frozenset()
+        table.highlight("entity:js")
+        await pilot.pause()
+        assert tree.related == {folder / "frontend.md", folder / "backend.md"}
