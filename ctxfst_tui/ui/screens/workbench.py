@@ -978,7 +978,7 @@ class WorkbenchScreen(Screen[None]):
 
     @property
     def tree_width(self) -> int | None:
-        width = self.query_one(DocumentTree).styles.width
+        width = self.query_one(DocumentTree).styles.inline.width  # set by [ ] (the stylesheet's is not a choice)
         return int(width.value) if width is not None and width.is_cells else None
 
     def action_tree_width(self, delta: int, absolute: int | None = None) -> None:

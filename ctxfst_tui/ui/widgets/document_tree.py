@@ -160,11 +160,11 @@ class DocumentTree(Tree[Path | None]):
             name.stylize(self._style("deleted"))
             name.append(" (deleted)")
         name.stylize(style)
-        if node.data in self.related:
-            name.append(" ◆", self._style("related"))
+        # ◆ (used by what another view points at) sits in the gap after the glyph: long names are cut at the right
+        gap = ("◆", self._style("related")) if node.data in self.related else " "
         if node.data in self._unsaved:
-            return Text.assemble((GLYPHS[state], glyph_style), " ", name, (" ●", self._style("unsaved")))
-        return Text.assemble((GLYPHS[state], glyph_style), " ", name)
+            return Text.assemble((GLYPHS[state], glyph_style), gap, name, (" ●", self._style("unsaved")))
+        return Text.assemble((GLYPHS[state], glyph_style), gap, name)
 
     def mark_related(self, paths: set[Path]) -> None:
         """Mark (◆) the documents another view points at, e.g. those using the highlighted entity."""
