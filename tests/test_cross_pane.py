@@ -138,6 +138,7 @@ async def test_an_entity_marks_its_documents_and_the_chunks_that_link_it(folder)
         screen = await started(app, pilot)
         await open_document(app, pilot, "frontend.md")
         await settle(app, pilot)
+        assert screen.query_one(DocumentTree).related == set()  # nothing marked before the Entities view is used
         await pilot.press("3")
         await settle(app, pilot)
         table = screen.query_one(EntityTable)

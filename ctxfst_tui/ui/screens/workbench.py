@@ -884,6 +884,8 @@ class WorkbenchScreen(Screen[None]):
         self.set_class(event.pane.id in FULL_HEIGHT_TABS, "-workspace-tab")
         if event.pane.id == "summary-tab":
             self._show_novel(self.current)
+        elif event.pane.id == "entities-tab":
+            self._mark_entity(self.query_one(EntityTable).current)
 
     # ------------------------------------------------------------ cross-highlighting
     @on(ChunkMap.ChunkHighlighted)
@@ -906,9 +908,10 @@ class WorkbenchScreen(Screen[None]):
     def _entity_highlighted(self, message: EntityTable.RowHighlighted) -> None:
         """The entity under the cursor: its documents marked in the tree, the open document's
         chunks that link it marked in the preview and highlighted in the source."""
-        if not isinstance(message.data_table, EntityTable):
-            return
-        entity = message.data_table.current
+        if isinstance(message.data_table, EntityTable) and self.query_one(TabbedContent).active == "entities-tab":
+            self._mark_entity(message.data_table.current)  # (not while the table fills in unseen)
+
+    def _mark_entity(self, entity: EntityInfo | None) -> None:
         tree, chunk_map, source = self.query_one(DocumentTree), self.query_one(ChunkMap), self.query_one(SourceView)
         if entity is None:
             tree.mark_related(set())
