@@ -56,8 +56,12 @@ def _title(node: DOMNode, focused: DOMNode | None) -> str:
     return f"{label} (focused)" if node is focused else label
 
 
+MOVING_AROUND = "Moving around (cursor and scrolling, not remappable here)"
+
+
 def key_groups(screen: Screen) -> list[KeyGroup]:
-    """The active bindings of ``screen`` by the node declaring them, nearest the focus first."""
+    """The active bindings of ``screen`` by the node declaring them, nearest the focus first;
+    the generic ones (no id: Textual's cursor and scroll keys) gathered in a last group."""
     app = screen.app
     focused = screen.focused
     chain: list[DOMNode] = list(focused.ancestors_with_self) if focused is not None else [screen, app]
@@ -72,12 +76,19 @@ def key_groups(screen: Screen) -> list[KeyGroup]:
             "", binding.description or binding.tooltip or binding.action, binding.id, active.enabled)))
         keys.append(app.get_key_display(binding))
     groups = []
-    for key, by_id in rows.items():
+    generic: dict[tuple[str, str], KeyRow] = {}  # Textual's own cursor/scroll keys, from every node
+    for key, by_id in sorted(rows.items(), key=lambda item: rank.get(item[0], len(chain))):
         merged = [KeyRow(", ".join(dict.fromkeys(keys)), r.description[:1].upper() + r.description[1:], r.binding_id, r.enabled)
                   for keys, r in by_id.values()]
-        merged.sort(key=lambda r: r.binding_id is None)  # the workbench's own keys before generic navigation
-        groups.append(KeyGroup(_title(nodes[key], focused), nodes[key], tuple(merged)))
-    return sorted(groups, key=lambda g: rank.get(id(g.node), len(chain)))
+        for r in merged:
+            if r.binding_id is None:
+                generic.setdefault((r.keys, r.description), r)
+        own = tuple(r for r in merged if r.binding_id is not None)
+        if own:
+            groups.append(KeyGroup(_title(nodes[key], focused), nodes[key], own))
+    if generic:  # last: the workbench's own keys come first, moving around is the same everywhere
+        groups.append(KeyGroup(MOVING_AROUND, focused or screen, tuple(generic.values())))
+    return groups
 
 
 class KeyTable(Widget):
