@@ -22,6 +22,9 @@ DEFAULTS = {"tokens": (256, 32), "chars": (1024, 128)}
 SIZE_STEP = {"tokens": 64, "chars": 256}
 
 
+EMPTY_NOTE = "Select a document in the tree (Enter) to see where its chunks begin and end."
+
+
 class ChunkPreview(Vertical):
     """Controls on top, sizes as a sparkline, the map of the chunks below."""
 
@@ -59,7 +62,11 @@ class ChunkPreview(Vertical):
             yield Input(str(DEFAULTS["tokens"][1]), type="integer", id="preview-overlap", restrict=r"[0-9]*", max_length=6, compact=True)
             yield Static("", id="preview-stats")
         yield Sparkline([], id="preview-sparkline")
+        yield Static(EMPTY_NOTE, id="preview-message")
         yield ChunkMap(id="chunk-map")
+
+    def on_mount(self) -> None:
+        self.add_class("-message")  # nothing to draw until a document is opened
 
     # ------------------------------------------------------------ what the screen hands down
     @property
@@ -75,19 +82,25 @@ class ChunkPreview(Vertical):
 
     def show_spans(self, text: str, spans: list[ChunkSpan], what: str, keep_selection: bool = False) -> None:
         """Draw ``spans`` over ``text``; ``what`` says where they come from (tags or chunker)."""
+        self.remove_class("-message")
         self.query_one(ChunkMap).show(text, spans, keep_selection=keep_selection)
         self.query_one(Sparkline).data = [s.tokens for s in spans] or [0]
         s = size_summary(spans)
         stats = f"{s['count']} chunks · {s['min']}–{s['median']}–{s['max']} tok"
-        if s["small"] or s["large"]:
-            stats += f" · [b $warning]{s['small']} < 100, {s['large']} > 1,500[/]"
+        if s["small"]:
+            stats += f" · [b $warning]⚠ {s['small']} under 100[/]"
+        if s["large"]:
+            stats += f" · [b $warning]⚠ {s['large']} over 1,500[/]"
         self.query_one("#preview-stats", Static).update(stats)
         self.border_subtitle = what
 
     def show_message(self, text: str) -> None:
+        """No chunks to draw (nothing open, or a document that cannot be chunked): say why, in full."""
+        self.add_class("-message")
         self.query_one(ChunkMap).show("", [])
-        self.query_one(Sparkline).data = [0]
-        self.query_one("#preview-stats", Static).update(text)
+        self.query_one(Sparkline).data = []
+        self.query_one("#preview-stats", Static).update("")
+        self.query_one("#preview-message", Static).update(text)
         self.border_subtitle = ""
 
     # ------------------------------------------------------------ intents

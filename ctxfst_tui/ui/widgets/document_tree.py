@@ -162,6 +162,12 @@ class DocumentTree(Tree[Path | None]):
         name.stylize(style)
         # ◆ (used by what another view points at) sits in the gap after the glyph: long names are cut at the right
         gap = ("◆", self._style("related")) if node.data in self.related else " "
+        depth, parent = 0, node.parent
+        while parent is not None and parent is not self.root:
+            depth, parent = depth + 1, parent.parent
+        room = self.scrollable_content_region.width - self.guide_depth * depth - 2 - (2 if node.data in self._unsaved else 0)
+        if room > 4 and name.cell_len > room:  # cut long names with an ellipsis, not at the edge
+            name.truncate(room, overflow="ellipsis")
         if node.data in self._unsaved:
             return Text.assemble((GLYPHS[state], glyph_style), gap, name, (" ●", self._style("unsaved")))
         return Text.assemble((GLYPHS[state], glyph_style), gap, name)
