@@ -31,7 +31,7 @@ from ..core.summary import NovelSession, SegmentError, StoreError, SummaryProgre
 from ..core.summary.tree import Node
 from .messages import JobFinished, JobProgress, SummaryNodeChanged
 
-PROGRESS_INTERVAL = 0.1  # at most ~10 progress messages a second
+PROGRESS_INTERVAL = 0.5  # at most 2 progress messages a second: enough for a status line, and keys wait less during a job
 SOURCES = ("bundled", "gguf", "endpoint")
 BUNDLED_NAME = "the bundled Gemma 3 270M"
 

@@ -54,7 +54,7 @@ class JobStatus(Horizontal, can_focus=False):
         self.remove_class("-cancelling", "-determinate")
         self.add_class("-running")
         if self._timer is None:
-            self._timer = self.set_interval(0.5, self._render_line)
+            self._timer = self.set_interval(1.0, self._render_line)  # the elapsed time is shown in seconds
         else:
             self._timer.resume()
         self._render_line(now=True)
