@@ -26,6 +26,23 @@ from ..messages import JobProgress
 PAINT_EVERY = 0.25  # s between two repaints of the label for progress alone
 
 
+def phase_parts(job: Job, progress: JobProgress | None, cancelling: bool) -> list[Content]:
+    """What a job line says before its counts: cancelling…, starting… or loading the model…
+    (the job line here and the Summary tab's top line say it the same way)."""
+    if cancelling:
+        return [Content.styled("cancelling…", "$text-warning")]
+    if progress is None or progress.phase == "starting":
+        return [Content("starting…")]
+    if progress.phase == "loading":
+        return [Content(f"loading {job.model or 'the model'}…")]
+    return []
+
+
+def position(progress: JobProgress) -> int:
+    """The item being worked on, 1-based (the last one once all are done)."""
+    return min(progress.done + (0 if progress.done >= progress.total else 1), progress.total)
+
+
 class JobStatus(Horizontal, can_focus=False):
     """One line above the footer: ``Contextualizing x · chunk 2 of 9 · 14.1 tok/s · 0:12 · esc cancels``."""
 
@@ -89,15 +106,9 @@ class JobStatus(Horizontal, can_focus=False):
         job, p = self.job, self.progress
         if job is None:
             return
-        parts: list[Content] = [Content.styled(job.title, "bold")]
-        if self.cancelling:
-            parts.append(Content.styled("cancelling…", "$text-warning"))
-        elif p is None or p.phase == "starting":
-            parts.append(Content("starting…"))
-        elif p.phase == "loading":
-            parts.append(Content(f"loading {job.model or 'the model'}…"))
+        parts: list[Content] = [Content.styled(job.title, "bold"), *phase_parts(job, p, self.cancelling)]
         if p is not None and p.total and p.phase == "running":
-            current = min(p.done + (0 if p.done >= p.total else 1), p.total)
+            current = position(p)
             parts.append(Content(f"{p.unit} {current} of {p.total}"))
             if p.eta is not None and p.done < p.total:
                 parts.append(Content(f"ETA {format_duration(p.eta)}"))

@@ -30,6 +30,7 @@ from textual.widgets.tree import TreeNode
 from ...core.summary.tree import STATUS_MARKS, STATUSES
 from ..jobs import Job, NovelView, SummaryNodeView, format_duration
 from ..messages import JobProgress, SummarizeRequested
+from .job_status import phase_parts, position
 
 NULL_STYLE = Style()
 FLAG_MARK = "⚑"
@@ -303,15 +304,10 @@ class SummaryPane(Vertical):
         job, p = self.job, self.progress
         if job is not None:
             parts.append(Content.styled(f"Summarizing {job.scope or 'the book'}", "bold"))
-            if self.cancelling:
-                parts.append(Content.styled("cancelling…", "$text-warning"))
-            elif p is None or p.phase == "starting":
-                parts.append(Content("starting…"))
-            elif p.phase == "loading":
-                parts.append(Content(f"loading {job.model or 'the model'}…"))
+            parts += phase_parts(job, p, self.cancelling)
             if p is not None and p.total and p.phase == "running" and not self.cancelling:
                 # what matters most first: two lines at 80 columns
-                current = min(p.done + (0 if p.done >= p.total else 1), p.total)
+                current = position(p)
                 parts[0] = Content.styled(f"Summarizing: node {current} of {p.total}", "bold")
                 parts.append(Content(f"ETA {format_duration(p.eta)}" if p.eta is not None else "ETA …"))
                 if p.chunk_id in self.tree.views and p.done < p.total:
