@@ -609,11 +609,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def run_app(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="ctxfst-tui", description="Open the CtxFST workbench on a folder.")
-    p.add_argument("folder", nargs="?", default=".", help="folder of .md / .ctxfst.md / .txt documents")
+    p.add_argument("folder", nargs="?", default=None, help="folder of .md / .ctxfst.md / .txt documents (default: .)")
+    p.add_argument("--last", action="store_true", help="the folder the workbench had open last time")
     p.add_argument("--version", action="version", version=f"ctxfst-tui {__version__}")
     _add_app_model_options(p)
     args = p.parse_args(argv)
-    folder = Path(args.folder)
+    if args.last:
+        if args.folder is not None:
+            raise CliError("give a FOLDER or --last, not both")
+        from .config import load_state
+
+        state, _problems = load_state()
+        if not state.last_folder:
+            raise CliError("no folder remembered yet (the state file records one when the workbench quits)")
+        args.folder = state.last_folder
+    folder = Path(args.folder or ".")
     if not folder.is_dir():
         raise CliError(f"{folder}: no such folder")
     from .ui.app import WorkbenchApp

@@ -309,3 +309,19 @@ def test_serve_of_a_missing_folder_is_one_line(tmp_path, capsys):
     assert main(["serve", str(tmp_path / "nope")]) != 0
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no such folder" in err
+
+
+def test_last_opens_the_folder_the_workbench_had_open_last(monkeypatch, tmp_path, capsys):
+    from ctxfst_tui import config as cfg
+    from ctxfst_tui.ui.app import WorkbenchApp
+
+    seen = {}
+    monkeypatch.setattr(WorkbenchApp, "run", lambda self: seen.setdefault("folder", self.folder))
+    assert main(["--last"]) == 2
+    assert "no folder remembered" in capsys.readouterr().err
+    state = cfg.State()
+    state.remember(tmp_path, None, tab="chunks")
+    assert cfg.save_state(state) is None
+    assert main(["--last"]) == 0
+    assert seen["folder"].resolve() == tmp_path.resolve()
+    assert main([str(tmp_path), "--last"]) == 2
