@@ -687,7 +687,7 @@ class _Doc:
     __slots__ = (
         "mode", "norm", "omap", "blocks", "page_starts", "ends", "ascii", "tokens", "header_toks",
         "crumbs", "unit_cache", "fence_cache", "marks", "sentence_cache", "build_cache", "costs", "any_midline",
-        "seg_blocks", "seg_bytes",
+        "seg_blocks", "seg_bytes", "char_at", "header_candidates",
     )
 
     def __init__(self, text: str, mode: str, opts: ChunkOptions, counter: TokenCounter | None):
@@ -701,10 +701,12 @@ class _Doc:
         self.header_toks: dict[str, int] = {}  # header text -> tokens of header + "\n\n"
         # heading_path -> heading path -> (path shown, breadcrumb)
         self.crumbs: dict[bool, dict[tuple[str, ...], tuple]] = {True: {}, False: {}}
+        self.header_candidates: dict[bool, dict[tuple[str, ...], tuple[str, ...]]] = {True: {}, False: {}}
         self.unit_cache: dict[tuple, tuple] = {}  # (block, start, end, level) -> (spans, costs, tokens, ...)
         self.fence_cache: dict[int, list[tuple[int, int]]] = {}
         self.sentence_cache: dict[tuple[int, int, int, int], list] = {}  # piece, window -> [starts, counts]
-        self.build_cache: dict[tuple, tuple] = {}  # what the chunks of the last chunking hold, by their pieces
+        self.build_cache: dict[tuple, tuple] = {}  # what the chunks of recent chunkings hold, by their pieces
+        self.char_at: dict[int, object] = {}  # non-ASCII block -> where each char starts in its UTF-8 (numpy)
         self.costs: list[int] | None = None  # of the blocks, in the budget's unit
         self.any_midline = False
         self.marks: dict[tuple, object] = {}  # what was done once for the document (headers counted...)
@@ -986,6 +988,7 @@ class _Doc:
         else:  # UTF-8 offsets, from each group's block
             parts = []
             blocks = self.blocks
+            known = self.char_at  # (the same blocks are looked at again with each budget)
             for bi, pts in groups:
                 b = blocks[bi]
                 local = _np.fromiter(pts, dtype=_np.int64, count=len(pts)) - b.start
@@ -993,8 +996,13 @@ class _Doc:
                 if text.isascii():
                     parts.append(local + b.bpos)
                 else:  # where each char starts in the UTF-8 bytes (not a continuation byte)
-                    raw = _np.frombuffer(text.encode("utf-8"), dtype=_np.uint8)
-                    char_at = _np.append(_np.flatnonzero((raw & 0xC0) != 0x80), len(raw))
+                    char_at = known.get(bi)
+                    if char_at is None:
+                        raw = _np.frombuffer(text.encode("utf-8"), dtype=_np.uint8)
+                        char_at = _np.append(_np.flatnonzero((raw & 0xC0) != 0x80), len(raw))
+                        if len(raw) < 2**31:
+                            char_at = char_at.astype(_np.int32)
+                        known[bi] = char_at
                     parts.append(char_at[local] + b.bpos)
             at = _np.concatenate(parts).astype(ends.dtype) if parts else _np.zeros(0, dtype=ends.dtype)
         idx = _np.searchsorted(ends, at, side="right")
@@ -1250,7 +1258,8 @@ class _Packer:
         self.min = opts.min_size
         self.header_in_text = opts.prepend_heading and opts.embed != "content"
         self._headers: dict[tuple[str, ...], tuple[str, int, int]] = {}
-        self._budgets: dict[tuple[str, ...], int] = {}
+        self._runs_at: dict[tuple[str, ...], tuple] = {}  # path -> (header, body budget)
+        self._candidates = doc.header_candidates[opts.heading_path]  # path -> header texts to try
         self.any_synth = False  # a piece with synthetic lines (a reopened fence, a repeated header)
 
     # measures
@@ -1269,9 +1278,12 @@ class _Packer:
         got = self._headers.get(path)
         if got is not None:
             return got
-        candidates = [" > ".join(path)] if self.opts.heading_path and len(path) > 1 else []
-        if path:
-            candidates.append(path[-1])
+        candidates = self._candidates.get(path)  # (kept with the document: the same for every budget)
+        if candidates is None:
+            candidates = [" > ".join(path)] if self.opts.heading_path and len(path) > 1 else []
+            if path:
+                candidates.append(path[-1])
+            candidates = self._candidates[path] = tuple(candidates)
         result = ("", 0, 0)
         known = self.doc.header_toks
         for h in candidates:
@@ -1291,9 +1303,15 @@ class _Packer:
         return result
 
     def body_budget(self, path: tuple[str, ...]) -> int:
-        got = self._budgets.get(path)
+        got = self._runs_at.get(path)
         if got is None:
-            got = self._budgets[path] = max(1, self.size - self.opts.context_reserve - self.header(path)[1])
+            got = self.run_at(path)
+        return got[1]
+
+    def run_at(self, path: tuple[str, ...]) -> tuple[tuple[str, int, int], int]:
+        """(header, room for the body) of a chunk at a heading path."""
+        header = self.header(path)
+        got = self._runs_at[path] = (header, max(1, self.size - self.opts.context_reserve - header[1]))
         return got
 
     # splitting
@@ -1517,8 +1535,11 @@ class _Packer:
 
     # packing
     def run_for(self, p: _Piece, prev: _Run | None) -> _Run:
-        header = self.header(p.path)
-        budget = self.body_budget(p.path)
+        path = p.path
+        got = self._runs_at.get(path)
+        if got is None:
+            got = self.run_at(path)
+        header, budget = got
         reserved = 0
         if self.ov and prev is not None and not p.sstart and prev.pieces[-1].prose and p.cost <= budget - self.ov:
             reserved = self.ov
@@ -1536,17 +1557,19 @@ class _Packer:
         cost, cap, hcost, add = cur.cost, cur.budget - cur.reserved, cur.header[1], cur.pieces.append
         body = not cur.pieces[0].heading  # the chunk holds more than headings
         i = 1
-        while i < len(pieces):
+        n = len(pieces)
+        while i < n:
             p = pieces[i]
             i += 1
             hard = p.hard
             # a new section starts a new chunk, unless this one is still small or only headings
-            if not (hard or (split and p.sstart and body and cost + hcost >= min_body)):
-                if not p.heading:
+            if not hard and not (p.sstart and split and body and cost + hcost >= min_body):
+                if not body and not p.heading:
                     body = True
-                if p.cost <= cap - cost:  # the common case: it fits
+                c = p.cost
+                if c <= cap - cost:  # the common case: it fits
                     add(p)
-                    cost += p.cost
+                    cost += c
                     continue
                 if p.first and all(q.heading for q in cur.pieces):
                     # only headings so far: split the block so that its first part follows them
@@ -1555,6 +1578,7 @@ class _Packer:
                         add(parts[0])
                         cost += parts[0].cost
                         pieces[i:i] = parts[1:]
+                        n = len(pieces)
                         continue
             cur.cost = cost
             carry: list[_Piece] = []
@@ -1572,10 +1596,11 @@ class _Packer:
                     cur.pieces.append(q)
                     cur.cost += q.cost
                 i -= 1  # p again, now after the carried headings
+                body = False  # (headings only)
             else:
                 cur = self.run_for(p, cur)
+                body = not p.heading
             cost, cap, hcost, add = cur.cost, cur.budget - cur.reserved, cur.header[1], cur.pieces.append
-            body = not all(q.heading for q in cur.pieces)
         cur.cost = cost
         runs.append(cur)
         return runs
@@ -1979,13 +2004,18 @@ class Chunker:
         opts = self.options
         src = opts.source if source is None else source
         with _gc_paused():
-            doc = self._doc(text)
-            if not doc.blocks:
-                return []
-            packer = _Packer(doc, opts, self.counter)
-            runs = _merge_blank(packer.absorb_small(packer.pack(packer.pieces())))
-            overlaps, overlap_toks = packer.overlaps(runs)
-            return self._build(doc, packer, runs, overlaps, overlap_toks, src)
+            # (what the chunking leaves behind is freed before the collector is back on, so that
+            # its first pass does not walk through it)
+            return self._chunk(text, src)
+
+    def _chunk(self, text: str, src: str) -> list[Chunk]:
+        doc = self._doc(text)
+        if not doc.blocks:
+            return []
+        packer = _Packer(doc, self.options, self.counter)
+        runs = _merge_blank(packer.absorb_small(packer.pack(packer.pieces())))
+        overlaps, overlap_toks = packer.overlaps(runs)
+        return self._build(doc, packer, runs, overlaps, overlap_toks, src)
 
     def _build(
         self, doc: _Doc, packer: _Packer, runs: list[_Run], overlaps: list[str], overlap_toks: list[int], src: str
@@ -2025,7 +2055,10 @@ class Chunker:
                 made[i] = (rec, made[i][1], made[i][2])
                 if key is not None and rec is not None:
                     known[key] = rec
-        doc.build_cache = known
+        if old and len(old) + len(known) <= 8 * len(known) + 64:
+            old.update(known)
+        else:
+            doc.build_cache = known
         chunks: list[Chunk] = []
         append = chunks.append
         make = Chunk._make
