@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import accumulate, repeat
+from operator import attrgetter
 from typing import Any
 
 from .markdown import FENCE_OPEN, Block, OffsetMap, normalize_newlines, parse_normalized
@@ -687,7 +688,7 @@ class _Doc:
     __slots__ = (
         "mode", "norm", "omap", "blocks", "page_starts", "ends", "ascii", "tokens", "header_toks",
         "crumbs", "unit_cache", "fence_cache", "marks", "sentence_cache", "build_cache", "costs", "any_midline",
-        "seg_blocks", "seg_bytes", "char_at", "header_candidates",
+        "seg_blocks", "seg_bytes", "char_at", "header_candidates", "first_headers",
     )
 
     def __init__(self, text: str, mode: str, opts: ChunkOptions, counter: TokenCounter | None):
@@ -702,6 +703,7 @@ class _Doc:
         # heading_path -> heading path -> (path shown, breadcrumb)
         self.crumbs: dict[bool, dict[tuple[str, ...], tuple]] = {True: {}, False: {}}
         self.header_candidates: dict[bool, dict[tuple[str, ...], tuple[str, ...]]] = {True: {}, False: {}}
+        self.first_headers: dict[tuple[bool, bool], dict] = {(a, b): {} for a in (True, False) for b in (True, False)}
         self.unit_cache: dict[tuple, tuple] = {}  # (block, start, end, level) -> (spans, costs, tokens, ...)
         self.fence_cache: dict[int, list[tuple[int, int]]] = {}
         self.sentence_cache: dict[tuple[int, int, int, int], list] = {}  # piece, window -> [starts, counts]
@@ -1260,6 +1262,9 @@ class _Packer:
         self._headers: dict[tuple[str, ...], tuple[str, int, int]] = {}
         self._runs_at: dict[tuple[str, ...], tuple] = {}  # path -> (header, body budget)
         self._candidates = doc.header_candidates[opts.heading_path]  # path -> header texts to try
+        self._first = doc.first_headers[(opts.heading_path, self.header_in_text)]  # path -> (cost, header)
+        self._third = self.size // 3  # the most a header may cost
+        self._room = self.size - opts.context_reserve
         self.any_synth = False  # a piece with synthetic lines (a reopened fence, a repeated header)
 
     # measures
@@ -1275,6 +1280,11 @@ class _Packer:
         The full path when ``heading_path``, else the nearest heading; a header that would take
         more than a third of the budget falls back to the nearest heading, then to none.
         """
+        first = self._first.get(path)
+        if first is None:
+            first = self.first_header(path)
+        if first[0] <= self.size // 3:
+            return first[1]
         got = self._headers.get(path)
         if got is not None:
             return got
@@ -1301,6 +1311,27 @@ class _Packer:
                 break
         self._headers[path] = result
         return result
+
+    def first_header(self, path: tuple[str, ...]) -> tuple[int, tuple[str, int, int]]:
+        """(cost, header) of the first header tried for a path: the one taken when its cost is
+        within a third of the budget (kept with the document: the same for every budget)."""
+        if not path:
+            got = (0, ("", 0, 0))
+        else:
+            h = " > ".join(path) if self.opts.heading_path and len(path) > 1 else path[-1]
+            if not self.header_in_text:
+                got = (0, (h, 0, 0))
+            else:
+                toks = 0
+                if self.counter is not None:
+                    known = self.doc.header_toks
+                    toks = known.get(h)
+                    if toks is None:
+                        toks = known[h] = self.counter.count(h + "\n\n")
+                cost = toks if self.tokens else len(h) + 2
+                got = (cost, (h, cost, toks))
+        self._first[path] = got
+        return got
 
     def body_budget(self, path: tuple[str, ...]) -> int:
         got = self._runs_at.get(path)
@@ -1536,10 +1567,14 @@ class _Packer:
     # packing
     def run_for(self, p: _Piece, prev: _Run | None) -> _Run:
         path = p.path
-        got = self._runs_at.get(path)
-        if got is None:
-            got = self.run_at(path)
-        header, budget = got
+        first = self._first.get(path)
+        if first is not None and first[0] <= self._third:  # the common case
+            header = first[1]
+            budget = self._room - header[1]
+            if budget < 1:
+                budget = 1
+        else:
+            header, budget = self.run_at(path)
         reserved = 0
         if self.ov and prev is not None and not p.sstart and prev.pieces[-1].prose and p.cost <= budget - self.ov:
             reserved = self.ov
@@ -2107,6 +2142,7 @@ class Chunker:
         recount: list[int] = []
         sha = hashlib.sha256
         crumb_get = crumbs.get
+        get_text, get_toks, get_kind, get_path, get_midline, get_synth = _PIECE_FIELDS
         simple = omap is None
         for r, ri in which:
             pieces = r.pieces
@@ -2127,13 +2163,13 @@ class Chunker:
                 paths = (fp.path,)
             else:
                 lp = pieces[-1]
-                content = "".join([p.text for p in pieces])
-                toks = sum([p.toks for p in pieces])
-                kinds = tuple(dict.fromkeys([p.kind for p in pieces]))
-                paths = dict.fromkeys([p.path for p in pieces])
-                inexact = any_midline and True in [p.midline for p in pieces]
+                content = "".join(map(get_text, pieces))
+                toks = sum(map(get_toks, pieces))
+                kinds = tuple(dict.fromkeys(map(get_kind, pieces)))
+                paths = dict.fromkeys(map(get_path, pieces))
+                inexact = any_midline and any(map(get_midline, pieces))
                 synth = ()
-                if any_synth and True in [bool(p.synth) for p in pieces]:
+                if any_synth and any(map(get_synth, pieces)):
                     pos = len(ov)
                     spans = []
                     for p in pieces:
@@ -2197,6 +2233,9 @@ class Chunker:
                 rec = out[i]
                 out[i] = rec[:3] + (t,) + rec[4:]
         return out
+
+
+_PIECE_FIELDS = tuple(attrgetter(f) for f in ("text", "toks", "kind", "path", "midline", "synth"))
 
 
 def _crumb(path: tuple[str, ...], heading_path: bool) -> tuple[tuple[str, ...], str]:
