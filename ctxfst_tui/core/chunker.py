@@ -1356,12 +1356,28 @@ class _Packer:
         if costs is None:
             costs = doc.costs = [b.cost for b in blocks]
         smallest_room = max(1, self.size - self.opts.context_reserve - self.size // 3)
-        over = [i for i, c in enumerate(costs) if c > smallest_room]
+        marks = doc.marks
+        arr = marks.get("costs")
+        if arr is not None and arr is not True:  # numpy, from the second budget on
+            over = _np.flatnonzero(arr > smallest_room).tolist()
+        else:
+            over = [i for i, c in enumerate(costs) if c > smallest_room]
+            if _np is not None:
+                marks["costs"] = _np.array(costs) if arr else True
         out: list = []
         done = 0
+        firsts = self._first
+        third = self._third
+        room0 = self._room
         for bi in over:
             b = blocks[bi]
-            room = self.body_budget(b.path)
+            first = firsts.get(b.path)
+            if first is not None and first[0] <= third:  # (body_budget, inline)
+                room = room0 - first[0]
+                if room < 1:
+                    room = 1
+            else:
+                room = self.body_budget(b.path)
             if b.cost <= room:
                 continue
             out += blocks[done:bi]
@@ -2096,7 +2112,7 @@ class Chunker:
             doc.build_cache = known
         chunks: list[Chunk] = []
         append = chunks.append
-        make = Chunk._make
+        new, cls = _new_chunk, Chunk
         meta_plain = (metadata, False)
         meta_over = (metadata, True)
         index = 0
@@ -2104,20 +2120,40 @@ class Chunker:
             if rec is None:  # nothing but white space
                 continue
             (content, digest, text, toks, title, level, plist, breadcrumb, sections, kinds, synth, start, end,
-             ov_start, page, pages, header) = rec
-            if text is None:  # the header and the body
-                length = len(header) + 2 + len(content)
-            else:
-                length = len(text)
+             ov_start, page, pages, header, length) = rec
             over = (toks if tokens_unit else length) > size
-            append(
-                make(
-                    f"{src}#{index}-{digest[:8]}", digest, index, start, end, length,
-                    toks if counting else 0, title, level, plist, breadcrumb, sections,
-                    header, content, text, embed, mode, kinds, len(ov), page,
-                    pages, meta_over if over else meta_plain, synth, over, ov_start, src,
-                )
-            )
+            # (Chunk._make, inline: tuples for the list fields, text None when it is the header and
+            # the body, metadata as (shared mapping, oversize))
+            c = new(cls)
+            c.id = f"{src}#{index}-{digest[:8]}"
+            c.hash = digest
+            c.index = index
+            c.start = start
+            c.end = end
+            c.length = length
+            c.tokens = toks if counting else 0
+            c.heading = title
+            c.heading_level = level
+            c._path = plist
+            c.breadcrumb = breadcrumb
+            c._sections = sections
+            c.header = header
+            c.content = content
+            c.context = ""
+            c._text = text
+            c.embed = embed
+            c.type = mode
+            c._blocks = kinds
+            c.overlap = len(ov)
+            c.page = page
+            c._pages = pages
+            c._metadata = meta_over if over else meta_plain
+            c.synthetic = bool(synth)
+            c._synth = synth
+            c.over_budget = over
+            c.overlap_start = ov_start
+            c.source = src
+            append(c)
             index += 1
         for c in chunks:
             c.total = index
@@ -2223,7 +2259,8 @@ class Chunker:
                 pages = tuple(range(page, bisect.bisect_right(page_starts, max(start, to_source(last_norm))) + 1))
             # (tuples of strings and numbers: the collector stops tracking them)
             rec = (content, sha(content.encode("utf-8")).hexdigest(), text, toks if counting else 0, title, level,
-                   got[0], got[1], tuple(sections), kinds, synth, start, end, ov_start, page, pages, header)
+                   got[0], got[1], tuple(sections), kinds, synth, start, end, ov_start, page, pages, header,
+                   len(text) if text is not None else len(header) + 2 + len(content))
             if inexact and counting:
                 recount.append(len(out))
             out.append(rec)
