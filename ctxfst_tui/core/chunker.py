@@ -1390,7 +1390,7 @@ class _Packer:
 
     def split_block(self, bi: int, b: _Blk, room: int) -> list[_Piece]:
         """A block over its room, split at its joints (or one atomic piece, flagged)."""
-        if b.kind in ("heading", "rule") or ("\n" not in b.text.rstrip("\n") and b.kind not in _PROSE_OR_TEXT):
+        if b.kind in ("heading", "rule") or (b.kind not in _PROSE_OR_TEXT and "\n" not in b.text.rstrip("\n")):
             return [self.piece(bi, b, 0, b.chars, b.text, b.toks, b.cost, True, (), True)]
         target = room
         if b.kind in _PROSE_OR_TEXT:
@@ -1477,13 +1477,26 @@ class _Packer:
 
     def split_units(self, bi: int, b: _Blk, target: int, first: int) -> list[_Piece]:
         levels = _LEVELS.get(b.kind, ("sentence", "line"))
+        text = b.text
+        out = []
+        got = self.doc.unit_cache.get((bi, 0, b.chars, levels[0]))
+        if got is not None and got[4] <= target:  # its units at the first level all fit (as units() gives them)
+            xs, ys, costs, toks, _ = got
+            groups = _group(costs, target, first, first - target)
+            cost_at = list(accumulate(costs, initial=0))
+            tok_at = list(accumulate(toks, initial=0))
+            last = len(groups) - 1
+            for k, (i, j) in enumerate(groups):
+                pa = 0 if k == 0 else xs[i]
+                pz = b.chars if k == last else ys[j - 1]
+                out.append(self.piece(bi, b, pa, pz, text[pa:pz], tok_at[j] - tok_at[i], cost_at[j] - cost_at[i],
+                                      k == 0, (), False, b.midline and k == 0))
+            return out
         units = self.units(b, 0, b.chars, levels, target)
         costs = [u[2] for u in units]
         groups = _group(costs, target, first, first - target)
         cost_at = list(accumulate(costs, initial=0))
         tok_at = list(accumulate([u[3] for u in units], initial=0))
-        text = b.text
-        out = []
         last = len(groups) - 1
         for k, (i, j) in enumerate(groups):
             pa = 0 if k == 0 else units[i][0]
@@ -1604,6 +1617,7 @@ class _Packer:
         min_body = self.min
         if not pieces:
             return runs
+        firsts, third, room0, ov = self._first, self._third, self._room, self.ov
         cur = self.run_for(pieces[0], None)
         cost, cap, hcost, add = cur.cost, cur.budget - cur.reserved, cur.header[1], cur.pieces.append
         body = not cur.pieces[0].heading  # the chunk holds more than headings
@@ -1632,26 +1646,42 @@ class _Packer:
                         n = len(pieces)
                         continue
             cur.cost = cost
-            carry: list[_Piece] = []
-            if not hard:  # a chunk does not end on a heading: the heading moves to the next chunk
-                pcs = cur.pieces
+            pcs = cur.pieces
+            runs.append(cur)
+            if not hard and len(pcs) > 1 and pcs[-1].heading:
+                # a chunk does not end on a heading: the heading moves to the next chunk
+                carry: list[_Piece] = []
                 while len(pcs) > len(carry) + 1 and pcs[-1 - len(carry)].heading:
                     carry.insert(0, pcs[-1 - len(carry)])
-                if carry:
-                    del pcs[-len(carry):]
-                    cur.cost -= sum(q.cost for q in carry)
-            runs.append(cur)
-            if carry:
+                del pcs[-len(carry):]
+                cur.cost -= sum(q.cost for q in carry)
                 cur = self.run_for(carry[0], cur)
                 for q in carry[1:]:
                     cur.pieces.append(q)
                     cur.cost += q.cost
                 i -= 1  # p again, now after the carried headings
                 body = False  # (headings only)
+                cost, cap, hcost, add = cur.cost, cur.budget - cur.reserved, cur.header[1], cur.pieces.append
+                continue
+            # the next chunk starts with p (run_for, inline)
+            first = firsts.get(p.path)
+            if first is not None and first[0] <= third:
+                header = first[1]
+                budget = room0 - first[0]
+                if budget < 1:
+                    budget = 1
             else:
-                cur = self.run_for(p, cur)
-                body = not p.heading
-            cost, cap, hcost, add = cur.cost, cur.budget - cur.reserved, cur.header[1], cur.pieces.append
+                header, budget = self.run_at(p.path)
+            cost = p.cost
+            cap = budget
+            if ov and not p.sstart and pcs[-1].prose and cost <= budget - ov:
+                cap = budget - ov
+                cur = _Run([p], budget, ov, header, cost)
+            else:
+                cur = _Run([p], budget, 0, header, cost)
+            hcost = header[1]
+            add = cur.pieces.append
+            body = not p.heading
         cur.cost = cost
         runs.append(cur)
         return runs
@@ -1667,7 +1697,7 @@ class _Packer:
             parts = self.split_fenced(p.bi, b, target, room)
         elif b.kind == "table":
             parts = self.split_table(p.bi, b, target, room)
-        elif "\n" in b.text.rstrip("\n") or b.kind in _PROSE_OR_TEXT:
+        elif b.kind in _PROSE_OR_TEXT or "\n" in b.text.rstrip("\n"):
             parts = self.split_units(p.bi, b, target, room)
         else:
             return []
