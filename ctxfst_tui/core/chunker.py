@@ -2114,26 +2114,27 @@ class Chunker:
         old = doc.build_cache
         known: dict[tuple, tuple] = {}
         flags = (packer.header_in_text and embed != "content", embed, opts.heading_path)
-        made: list[tuple] = []
-        todo: list[tuple[int, _Run, tuple | None]] = []
+        made: list[tuple | None] = [None] * len(runs)  # each run's record (None: nothing but white space)
+        todo: list[tuple[int, tuple | None]] = []
+        get = old.get if old else None
         for ri, r in enumerate(runs):
             pieces = r.pieces
-            fp, lp = pieces[0], pieces[-1]
-            ov = overlaps[ri]
+            fp = pieces[0]
+            lp = pieces[-1]
             key = None
             if len(pieces) == lp.bi - fp.bi + 1:  # one piece per block: the pieces are their ends'
-                key = (fp.bi, fp.pa, fp.pz, lp.bi, lp.pa, lp.pz, ov, r.header[0], flags)
-                rec = old.get(key) if old else None
-                if rec is not None:
-                    known[key] = rec
-                    made.append((rec, ri, ov))
-                    continue
-            todo.append((len(made), r, key))
-            made.append((None, ri, ov))  # type: ignore[arg-type]
+                key = (fp.bi, fp.pa, fp.pz, lp.bi, lp.pa, lp.pz, overlaps[ri], r.header[0], flags)
+                if get is not None:
+                    rec = get(key)
+                    if rec is not None:
+                        known[key] = rec
+                        made[ri] = rec
+                        continue
+            todo.append((ri, key))
         if todo:
-            recs = self._records(doc, packer, runs, overlaps, overlap_toks, [(r, made[i][1]) for i, r, _ in todo])
-            for (i, _, key), rec in zip(todo, recs):
-                made[i] = (rec, made[i][1], made[i][2])
+            recs = self._records(doc, packer, runs, overlaps, overlap_toks, [(runs[ri], ri) for ri, _ in todo])
+            for (ri, key), rec in zip(todo, recs):
+                made[ri] = rec
                 if key is not None and rec is not None:
                     known[key] = rec
         if old and len(old) + len(known) <= 8 * len(known) + 64:
@@ -2146,7 +2147,7 @@ class Chunker:
         meta_plain = (metadata, False)
         meta_over = (metadata, True)
         index = 0
-        for rec, ri, ov in made:
+        for rec, ov in zip(made, overlaps):
             if rec is None:  # nothing but white space
                 continue
             (content, digest, text, toks, title, level, plist, breadcrumb, sections, kinds, synth, start, end,
