@@ -1201,14 +1201,16 @@ class _Run:
         self.header = header  # (text, cost, tokens)
 
 
-def _group(costs: list[int], limit: int, first_limit: int, first_bias: int = 0) -> list[tuple[int, int]]:
+def _group(costs: list[int], limit: int, first_limit: int, first_bias: int = 0, prefix=None) -> list[tuple[int, int]]:
     """Consecutive groups of units, each within its limit when possible, balanced in size.
 
     ``first_bias``: how much more the first group's units may hold than the others' in a
     balanced split (e.g. it holds the real opening fence the others get as synthetic text).
+    ``prefix``: the running sums of ``costs`` from 0, when known.
     """
 
-    prefix = list(accumulate(costs, initial=0))
+    if prefix is None:
+        prefix = list(accumulate(costs, initial=0))
     count = len(costs)
     right = bisect.bisect_right
 
@@ -1479,12 +1481,16 @@ class _Packer:
         levels = _LEVELS.get(b.kind, ("sentence", "line"))
         text = b.text
         out = []
-        got = self.doc.unit_cache.get((bi, 0, b.chars, levels[0]))
+        cache = self.doc.unit_cache
+        got = cache.get((bi, 0, b.chars, levels[0]))
         if got is not None and got[4] <= target:  # its units at the first level all fit (as units() gives them)
             xs, ys, costs, toks, _ = got
-            groups = _group(costs, target, first, first - target)
-            cost_at = list(accumulate(costs, initial=0))
-            tok_at = list(accumulate(toks, initial=0))
+            sums = cache.get((bi, "sums", levels[0]))
+            if sums is None:
+                sums = cache[(bi, "sums", levels[0])] = (tuple(accumulate(costs, initial=0)),
+                                                         tuple(accumulate(toks, initial=0)))
+            cost_at, tok_at = sums
+            groups = _group(costs, target, first, first - target, cost_at)
             last = len(groups) - 1
             for k, (i, j) in enumerate(groups):
                 pa = 0 if k == 0 else xs[i]
