@@ -2143,7 +2143,7 @@ class Chunker:
                 made[ri] = rec
                 if key is not None and rec is not None:
                     known[key] = rec
-        if old and len(old) + len(known) <= 8 * len(known) + 64:
+        if old and len(old) + len(known) <= 4 * len(known) + 64:  # (the records of about four chunkings)
             old.update(known)
         else:
             doc.build_cache = known
