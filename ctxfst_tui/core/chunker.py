@@ -281,44 +281,6 @@ class Chunk:
 
     synthetic_ranges = _listed("_synth")
 
-    @classmethod
-    def _make(cls, id, digest, index, start, end, length, tokens, heading, level, path, breadcrumb, sections,
-              header, content, text, embed, mode, blocks, overlap, page, pages, metadata, synth, over,
-              overlap_start, source) -> "Chunk":
-        """The chunker's constructor: tuples for the list fields, ``text`` None when it is the
-        header and the body, ``metadata`` as (shared mapping, oversize)."""
-        c = _new_chunk(cls)
-        c.id = id
-        c.hash = digest
-        c.index = index
-        c.total = 0
-        c.start = start
-        c.end = end
-        c.length = length
-        c.tokens = tokens
-        c.heading = heading
-        c.heading_level = level
-        c._path = path
-        c.breadcrumb = breadcrumb
-        c._sections = sections
-        c.header = header
-        c.content = content
-        c.context = ""
-        c._text = text
-        c.embed = embed
-        c.type = mode
-        c._blocks = blocks
-        c.overlap = overlap
-        c.page = page
-        c._pages = pages
-        c._metadata = metadata
-        c.synthetic = bool(synth)
-        c._synth = synth
-        c.over_budget = over
-        c.overlap_start = overlap_start
-        c.source = source
-        return c
-
     def __eq__(self, other) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
@@ -2159,8 +2121,8 @@ class Chunker:
             (content, digest, text, toks, title, level, plist, breadcrumb, sections, kinds, synth, start, end,
              ov_start, page, pages, header, length) = rec
             over = (toks if tokens_unit else length) > size
-            # (Chunk._make, inline: tuples for the list fields, text None when it is the header and
-            # the body, metadata as (shared mapping, oversize))
+            # The chunker's constructor, inline on this hot path: tuples for the list fields, text
+            # None when it is the header and the body, metadata as (shared mapping, oversize).
             c = new(cls)
             c.id = f"{src}#{index}-{digest[:8]}"
             c.hash = digest
