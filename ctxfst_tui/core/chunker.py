@@ -17,8 +17,7 @@ plain-text / PDF segmentation in ``plaintext``), then the blocks are packed into
   (after the optional stripping of HTML comments and data URIs).
 
 Speed: the document is encoded once, with plain ``encode_ordinary`` semantics, while mistune
-parses it in a worker thread (the tokenizer releases the GIL; the worker, done first, also
-encodes the end of the text). Every count is then read off that one encoding — the tokens that
+parses it in a worker thread (the tokenizer releases the GIL). Every count is then read off that one encoding — the tokens that
 end between two UTF-8 offsets — wherever both ends are certainly BPE pre-token boundaries (a line
 start not before a blank line, the place between a word and the spaces after it) and token
 boundaries of the encoding; anything else (stripped blocks, odd white space) is encoded on its
@@ -550,37 +549,8 @@ _LEVELS = {
 # -- the analysed document (independent of the budget) ---------------------------------------------
 
 _PROSE_OR_TEXT = _PROSE | {"text"}
-_SHARED_PART = 0.1  # of the text, around the balance point: encoded by the thread free first
 _PARALLEL_MIN = 1024  # chars: from this size, parsing runs beside the (GIL-free) token encoding
 _SENTENCE_CACHE_MAX = 100_000  # entries kept per document (sentence starts of overlap windows)
-
-
-def _encoding_cut(text: str, near: int) -> int:
-    """A line start at or after ``near`` before a character that is not white space (a pre-token
-    boundary), or 0."""
-    n = len(text)
-    pos = near
-    for _ in range(64):
-        nl = text.find("\n", pos, n - 1)
-        if nl == -1:
-            return 0
-        c = text[nl + 1]
-        if not c.isspace():
-            return nl + 1
-        pos = nl + 1
-    return 0
-
-
-def _join_ends(parts):
-    """Token ends (cumulative UTF-8 offsets) of consecutive parts of a text, joined; None if one is missing."""
-    out = []
-    shift = 0
-    for e in parts:
-        if e is None or not len(e):
-            return None
-        out.append(e + shift if shift else e)
-        shift += int(e[-1])
-    return _np.concatenate(out)
 
 
 _executor = None
@@ -691,66 +661,27 @@ class _Doc:
             return
         if mode == "markdown" and len(norm) >= _PARALLEL_MIN and _np is not None:
             # mistune (Python) in a worker while this thread runs the tokenizer, which releases the
-            # GIL; the worker then encodes the end of the text, so that both threads end together
-            # (parsing costs about 1.1 us a line + 23 ns a char, encoding about 75 ns a char). The
-            # estimate is rough and the two threads' speeds vary with the machine's load, so a part
-            # around the estimated balance point is encoded by whichever thread is free first. A
-            # line start before a character that is not white space is a pre-token boundary: the
-            # tokens of the parts are the tokens of the whole.
-            n = len(norm)
-            parse_vs_encode = (14.7 * norm.count("\n") / n + 0.31)
-            main_share = 0.5 + parse_vs_encode / 2
-            cut = _encoding_cut(norm, int(n * (main_share - _SHARED_PART))) if main_share < 0.97 else 0
-            cut2 = _encoding_cut(norm, int(n * min(0.97, main_share + _SHARED_PART))) if cut else 0
-            if cut2 <= cut:
-                cut2 = cut
-            middle = [norm[cut:cut2]] if cut2 > cut else []  # taken by the first thread that is free
+            # GIL. (Sharing the encoding between the two threads was tried and measured: two
+            # tiktoken encodings at once run at 1.4x one, not 2x, on this kind of machine, and the
+            # gain was lost to the hand-overs.)
             try:
-                future = _parse_pool().submit(self._analyse, norm, opts, counter, norm[cut2:] if cut else None, middle)
+                future = _parse_pool().submit(self._analyse, norm, opts)
             except RuntimeError:  # interpreter shutting down
                 future = None
             if future is None:
-                self._analyse(norm, opts, counter)
+                self._analyse(norm, opts)
                 ends = counter.token_ends(norm)
-            elif cut:
-                parts = [counter.token_ends(norm[:cut])]
-                mid = None
-                try:
-                    mid = counter.token_ends(middle.pop())
-                except IndexError:  # the worker took it
-                    pass
-                rest, mid_w = future.result()
-                if mid is None:
-                    mid = mid_w
-                if mid is not None:
-                    parts.append(mid)
-                parts.append(rest)
-                ends = _join_ends(parts)
-                if ends is None:  # pragma: no cover - defensive
-                    ends = counter.token_ends(norm)
             else:
                 ends = counter.token_ends(norm)
                 future.result()
         else:
-            self._analyse(norm, opts, counter)
+            self._analyse(norm, opts)
             ends = counter.token_ends(norm)
         self._count(counter, ends)
 
-    def _analyse(self, norm: str, opts: ChunkOptions, counter: TokenCounter | None, rest: str | None = None,
-                 middle: list[str] | None = None):
-        """Everything that does not need the document's tokens (blocks, paths); then the token ends
-        of ``rest`` (the end of the text), and of the part in ``middle`` if it is still there."""
+    def _analyse(self, norm: str, opts: ChunkOptions) -> None:
+        """Everything that does not need the document's tokens (blocks, paths)."""
         self.blocks = self._prepare(self._parse(norm), opts)
-        if rest is not None and counter is not None:
-            ends = counter.token_ends(rest)
-            mid = None
-            if middle:
-                try:
-                    mid = counter.token_ends(middle.pop())
-                except IndexError:  # the calling thread took it
-                    pass
-            return ends, mid
-        return None
 
     def prime_headers(self, counter: TokenCounter, heading_path: bool) -> None:
         """Count the header of every heading path of the document (once per text and
