@@ -353,3 +353,38 @@ async def test_reload_of_an_edited_document_asks_before_dropping_the_edits(folde
         assert not tree.unsaved(folder / "frontend.md")
         assert tree.unsaved(folder / "backend.md")  # the other document keeps its part of the merge
         assert "entity:js" in table(app).ids  # frontend.md declares it again
+
+
+def test_fit_names_keeps_a_cell_within_its_width():
+    from ctxfst_tui.ui.widgets.entity_panel import fit_names
+
+    names = ["backend.md", "frontend.md", "platform-runbook.ctxfst.md"]
+    assert fit_names(names, 100) == "backend.md, frontend.md, platform-runbook.ctxfst.md"
+    assert fit_names(names, 30) == "backend.md, frontend.md +1"
+    assert fit_names(names, 16) == "backend.md +2"
+    assert fit_names(["platform-runbook.ctxfst.md", "a.md"], 12) == "platform… +1"
+    assert fit_names(["platform-runbook.ctxfst.md"], 10) == "platform-…"
+    assert fit_names([], 10) == ""
+    for width in range(6, 60):
+        assert len(fit_names(names, width)) <= max(width, 6)
+
+
+async def test_documents_column_fits_the_table_without_sideways_scrolling(tmp_path):
+    # one entity linked from four documents with long names: at 100 columns the names do not fit
+    for stem in ("platform-runbook-for-the-on-call-team", "frontend-architecture-notes",
+                 "backend-build-scripts-and-tooling", "release-checklist"):
+        (tmp_path / f"{stem}.md").write_text(BACKEND.replace("entity:node", f"entity:{stem[:8]}"), encoding="utf-8")
+    app = WorkbenchApp(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await started(app, pilot)
+        await show_entities(app, pilot)
+        t = table(app)
+        js = next(e for e in t.entities if e.id == "entity:js")
+        assert len(js.documents) == 4
+        cell = str(t.get_row("entity:js")[-1])
+        assert cell.endswith(("+1", "+2", "+3")) and cell != ", ".join(js.documents)
+        assert t.max_scroll_x == 0  # nothing hidden to the right
+        await pilot.resize_terminal(250, 30)
+        await settle(app, pilot)
+        assert str(t.get_row("entity:js")[-1]) == ", ".join(js.documents)
+        assert t.max_scroll_x == 0

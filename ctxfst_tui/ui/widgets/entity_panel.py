@@ -7,6 +7,7 @@ the user merges (``c`` cycles through the members).
 """
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -23,6 +24,31 @@ from ..messages import EntityEditRequested, MergeRequested
 TIER_STYLE = {"sure": "$text-success", "review": "$text-warning"}
 
 
+def fit_names(names: list[str], width: int) -> str:
+    """``names`` joined by commas within ``width`` cells: as many as fit, then ``+N`` for the rest
+    (a first name too long on its own is cut with an ellipsis), so a cell never scrolls sideways."""
+    if not names:
+        return ""
+    full = ", ".join(names)
+    if cell_len(full) <= width:
+        return full
+    shown: list[str] = []
+    for i, name in enumerate(names):
+        rest = f" +{len(names) - i - 1}" if i + 1 < len(names) else ""
+        candidate = ", ".join([*shown, name]) + rest
+        if cell_len(candidate) > width:
+            break
+        shown.append(name)
+    if shown:
+        return ", ".join(shown) + f" +{len(names) - len(shown)}"
+    more = f" +{len(names) - 1}" if len(names) > 1 else ""
+    room = max(1, width - cell_len(more) - 1)
+    first = names[0]
+    while cell_len(first) > room:
+        first = first[:-1]
+    return first + "…" + more
+
+
 class EntityTable(DataTable[Text]):
     """One row per entity id: id, name, type, aliases, chunk links, documents."""
 
@@ -36,6 +62,7 @@ class EntityTable(DataTable[Text]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self._entities: list[EntityInfo] = []
+        self._rendered_width = 0
         self.border_title = "Entities"
 
     def on_mount(self) -> None:
@@ -78,15 +105,17 @@ class EntityTable(DataTable[Text]):
     def _style(self, component: str):
         return self.get_component_rich_style(f"entity-table--{component}", partial=True)
 
+    def on_resize(self) -> None:
+        if self._entities and self._rendered_width != self.scrollable_content_region.width:
+            self._render_rows(self.cursor_row)  # the Documents column follows the width
+
     def _render_rows(self, cursor_row: int = 0) -> None:
         self.clear(columns=True)
-        self.add_column("Id", key="id")
-        self.add_column("Name", key="name")
-        self.add_column("Type", key="type")
-        self.add_column("Aliases", key="aliases")
-        self.add_column("Chunks", key="chunks")
-        self.add_column("Documents", key="documents")
+        headers = ("Id", "Name", "Type", "Aliases", "Chunks", "Documents")
+        for header in headers:
+            self.add_column(header, key=header.lower())
         muted, undeclared, id_style = self._style("muted"), self._style("undeclared"), self._style("id")
+        rows = []
         for e in self._entities:
             if e.declared:
                 name = Text(e.name or "", style="" if e.name else muted)
@@ -94,15 +123,25 @@ class EntityTable(DataTable[Text]):
             else:
                 name = Text("(declared nowhere)", undeclared)
                 kind = Text("—", muted)
-            self.add_row(
+            rows.append((
                 Text(e.id, id_style if e.declared else undeclared),
                 name,
                 kind,
                 Text(", ".join(e.aliases), muted) if e.aliases else Text(""),
                 Text(str(e.chunks), justify="right"),
-                Text(", ".join(e.documents), muted),
-                key=e.id,
-            )
+            ))
+        # the Documents column gets the width the others leave (no sideways scrolling)
+        region = self.scrollable_content_region
+        self._rendered_width = width = region.width
+        pad = 2 * self.cell_padding
+        used = sum(
+            max([cell_len(h)] + [row[i].cell_len for row in rows]) + pad for i, h in enumerate(headers[:-1])
+        )
+        if len(rows) + 1 > region.height:  # (the header row and the rows): a vertical scrollbar
+            used += self.styles.scrollbar_size_vertical
+        room = max(cell_len(headers[-1]), width - used - pad) if width else 10_000
+        for e, row in zip(self._entities, rows):
+            self.add_row(*row, Text(fit_names(list(e.documents), room), muted), key=e.id)
         if self._entities:
             self.move_cursor(row=max(0, min(cursor_row, len(self._entities) - 1)), scroll=True)
 
