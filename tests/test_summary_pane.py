@@ -7,6 +7,8 @@ The model is a fake backend handed to the App (``backend_factory``), never llama
 """
 from __future__ import annotations
 
+from rich.style import Style
+
 import hashlib
 import shutil
 import threading
@@ -452,6 +454,46 @@ async def test_the_pane_stacks_at_80x24_and_everything_is_visible(folder):
             assert widget.region.height >= 4 and widget.region.width >= 44
             assert widget.region.bottom <= 23  # above the footer
         assert pane.query_one("#summary-status").region.height >= 1
+
+
+async def test_long_titles_are_cut_so_word_counts_stay_in_sight_at_120_columns(folder):
+    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        pane = await open_summary(app, pilot)
+        await pilot.press("e")  # every chapter open
+        await pilot.pause()
+        tree = pane.tree
+        width = tree.scrollable_content_region.width
+        for line in range(tree.last_line + 1):
+            node = tree.get_node_at_line(line)
+            label = tree.render_label(node, Style(), Style())
+            view = tree.views[node.data]
+            assert label.plain.endswith(f"{view.words:,} w"), label.plain
+            assert tree._indent(node) + label.cell_len <= width, label.plain
+            if label.cell_len + tree._indent(node) < width - 1:
+                assert view.title in label.plain  # cut only when it has to be
+        assert any("…" in tree.render_label(tree.get_node_at_line(i), Style(), Style()).plain
+                   for i in range(tree.last_line + 1))  # this novel's long chapter titles are cut here
+        assert tree.max_scroll_x == 0  # nothing to scroll sideways
+
+
+async def test_the_status_line_wraps_between_counts_never_inside_one(folder):
+    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    async with app.run_test(size=(96, 30)) as pilot:
+        await started(app, pilot)
+        pane = await open_summary(app, pilot)
+        await move_to(pilot, pane.tree, "c1")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        status = pane.query_one("#summary-status")
+        lines = [strip.text.strip() for strip in status.render_lines(status.region.reset_offset)]
+        lines = [line for line in lines if line]
+        assert len(lines) > 1, lines  # the line is too long for 96 columns: it wraps
+        assert "✓ 3 done" in lines[-1] and "· 7 pending" in lines[-1]
+        for line in lines:
+            assert not line.endswith(("✓", "·", "✗", "~", "…")) and not line.split()[-1].isdigit(), lines
 
 
 def test_palette_entries_and_binding_ids():

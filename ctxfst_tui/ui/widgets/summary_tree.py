@@ -166,11 +166,27 @@ class SummaryTree(Tree[str]):
         if view.kind in ("book", "part", "chapter"):
             title.stylize("bold")
         title.stylize(style)
+        flag = " " + FLAG_MARK if view.flags and status in ("done", "failed", "stale") else ""
+        words = f"  {view.words:,} w"
+        # a long title is cut (…) so that the word count stays in sight and nothing scrolls sideways
+        room = self.scrollable_content_region.width - self._indent(node)
+        room -= len(prefix) + 2 + len(flag) + len(words)
+        if self.scrollable_content_region.width and title.cell_len > room:
+            title.truncate(max(2, room), overflow="ellipsis")
         parts: list = [(prefix, base_style), (STATUS_MARKS[status] + " ", self._style(status)), title]
-        if view.flags and status in ("done", "failed", "stale"):
-            parts.append((" " + FLAG_MARK, self._style("flag")))
-        parts.append((f"  {view.words:,} w", self._style("words")))
+        if flag:
+            parts.append((flag, self._style("flag")))
+        parts.append((words, self._style("words")))
         return Text.assemble(*parts)
+
+    def _indent(self, node: TreeNode[str]) -> int:
+        """Cells of guides before a node's label (the root is shown)."""
+        depth = 0
+        parent = node.parent
+        while parent is not None:
+            depth += 1
+            parent = parent.parent
+        return depth * self.guide_depth
 
 
 class SummaryPane(Vertical):
@@ -238,6 +254,8 @@ class SummaryPane(Vertical):
             self.remove_class("-wide", "-medium", "-narrow")
             self.add_class(layout)
             self._layout = layout
+        if self.view is not None:
+            self.call_after_refresh(self._render_status)  # (its line breaks follow the width)
 
     # ------------------------------------------------------------ what the screen hands down
     def show_message(self, text: str, error: bool = False) -> None:
@@ -325,12 +343,29 @@ class SummaryPane(Vertical):
             tally = [Content.styled(f"{STATUS_MARKS[s]} {counts[s]} {s}", f"$text-{tone}")
                      for s, tone in (("done", "success"), ("running", "accent"), ("stale", "warning"),
                                      ("failed", "error"), ("pending", "muted")) if counts.get(s)]
-            line = Content("   ").join([head, Content("  ").join(tally)] if tally else [head])
-        self.status_text = line.plain
+            line = self._fit_line([head, *tally], ("   ", "  "))
+        self.status_text = line.plain.replace("\n", " ")
         self.query_one("#summary-status", Static).update(line)
         counts = self._counts()
         total = sum(counts.values())
         self.tree.border_subtitle = f"{counts['done']} of {total} done" if total else ""
+
+    def _fit_line(self, pieces: list[Content], gaps: tuple[str, str]) -> Content:
+        """The pieces on as few lines as the status line's width allows, a line break only between
+        two pieces (so a count such as ``✗ 1 failed`` is never broken); ``gaps``: after the first
+        piece, between the others."""
+        width = self.query_one("#summary-status", Static).content_region.width
+        lines: list[list] = [[pieces[0]]]
+        used = pieces[0].cell_length
+        for i, piece in enumerate(pieces[1:]):
+            gap = gaps[0] if i == 0 else gaps[1]
+            if width and used + len(gap) + piece.cell_length > width:
+                lines.append([piece])
+                used = piece.cell_length
+            else:
+                lines[-1] += [Content(gap), piece]
+                used += len(gap) + piece.cell_length
+        return Content("\n").join([Content.assemble(*line) for line in lines])
 
     def _describe(self) -> None:
         """The summary box and the source view for the highlighted node."""
