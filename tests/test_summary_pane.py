@@ -157,6 +157,14 @@ async def move_to(pilot, tree: SummaryTree, node_id: str) -> None:
     raise AssertionError(f"did not reach {node_id}")
 
 
+async def summarize(app: WorkbenchApp, pilot, pane: SummaryPane, node_id: str) -> None:
+    """Highlight ``node_id``, press s, wait for the job to end."""
+    await move_to(pilot, pane.tree, node_id)
+    await pilot.press("s")
+    await wait_until(pilot, lambda: app.job is None)
+    await settle(app, pilot)
+
+
 # ---------------------------------------------------------------- opening a novel
 
 
@@ -324,10 +332,7 @@ async def test_a_rejected_answer_is_retried_then_the_node_is_flagged_failed(fold
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         pane = await open_summary(app, pilot)
-        await move_to(pilot, pane.tree, "c1")
-        await pilot.press("s")
-        await wait_until(pilot, lambda: app.job is None)
-        await settle(app, pilot)
+        await summarize(app, pilot, pane, "c1")
         assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["failed", "done", "done"]
         assert label_of(pane.tree, "c1.s1").startswith("✗ Scene 1 ⚑")
         await move_to(pilot, pane.tree, "c1.s1")
@@ -483,10 +488,7 @@ async def test_the_status_line_wraps_between_counts_never_inside_one(folder):
     async with app.run_test(size=(96, 30)) as pilot:
         await started(app, pilot)
         pane = await open_summary(app, pilot)
-        await move_to(pilot, pane.tree, "c1")
-        await pilot.press("s")
-        await wait_until(pilot, lambda: app.job is None)
-        await settle(app, pilot)
+        await summarize(app, pilot, pane, "c1")
         status = pane.query_one("#summary-status")
         lines = [strip.text.strip() for strip in status.render_lines(status.region.reset_offset)]
         lines = [line for line in lines if line]
