@@ -7,7 +7,7 @@ the user merges (``c`` cycles through the members).
 """
 from __future__ import annotations
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -42,11 +42,7 @@ def fit_names(names: list[str], width: int) -> str:
     if shown:
         return ", ".join(shown) + f" +{len(names) - len(shown)}"
     more = f" +{len(names) - 1}" if len(names) > 1 else ""
-    room = max(1, width - cell_len(more) - 1)
-    first = names[0]
-    while cell_len(first) > room:
-        first = first[:-1]
-    return first + "…" + more
+    return set_cell_size(names[0], max(1, width - cell_len(more) - 1)) + "…" + more
 
 
 class EntityTable(DataTable[Text]):
