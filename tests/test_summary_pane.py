@@ -403,10 +403,7 @@ async def test_a_stale_node_is_marked_after_the_source_changes_and_r(folder, mon
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         pane = await open_summary(app, pilot)
-        await move_to(pilot, pane.tree, "c2")
-        await pilot.press("s")
-        await wait_until(pilot, lambda: app.job is None)
-        await settle(app, pilot)
+        await summarize(app, pilot, pane, "c2")
         assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["done"] * 3
 
         path = folder / "novels" / "story.txt"
@@ -425,10 +422,7 @@ async def test_a_stale_node_is_marked_after_the_source_changes_and_r(folder, mon
 
         # s on the chapter makes exactly the stale ones again
         calls = fake.calls
-        await move_to(pilot, pane.tree, "c2")
-        await pilot.press("s")
-        await wait_until(pilot, lambda: app.job is None)
-        await settle(app, pilot)
+        await summarize(app, pilot, pane, "c2")
         assert fake.calls - calls == 2
         assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["done"] * 3
 
