@@ -1,6 +1,11 @@
 # Two commands: `make run` opens the workbench on sample_docs/, `make test` runs every test.
-# Both create .venv when missing and (re)install only when pyproject.toml changed, so the
-# slow llama-cpp-python source build happens once per machine (pip caches the wheel too).
+# Both create .venv when missing and (re)install only when pyproject.toml changed.
+#
+# llama-cpp-python is compiled from source for a portable CPU baseline (x86-64: AVX2/FMA/F16C,
+# no AVX-512, no AMX; ARM: the generic build), never with -march=native: a native build crashes
+# in ggml's AMX kernel on current Xeons. pip's own wheel cache does not key on CMAKE_ARGS, so the
+# built wheel goes to a project-owned folder keyed by version, Python and flags, shared by every
+# clone on the machine, and pip is only ever allowed to install that wheel.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -8,7 +13,23 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 SHARED := $(CURDIR)/../shared
 
-.PHONY: run test setup conformance clean-venv
+LLAMA_VERSION := 0.3.36
+ARCH := $(shell uname -m)
+ifeq ($(ARCH),x86_64)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+else
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
+endif
+PY_TAG := $(shell $(PYTHON) -c 'import sys; print("cp%d%d" % sys.version_info[:2])' 2>/dev/null)
+LLAMA_KEY := $(shell printf '%s|%s|%s|%s' '$(LLAMA_VERSION)' '$(PY_TAG)' '$(ARCH)' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-16)
+CACHE_HOME ?= $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)
+LLAMA_WHEELS := $(CACHE_HOME)/ctxfst-tui/llama-wheels/$(LLAMA_KEY)
+LLAMA_STAMP := $(VENV)/.llama-$(LLAMA_KEY)
+# Every pip call takes llama-cpp-python only as the wheel built above, never from pip's cache.
+PIP_LLAMA := --find-links $(LLAMA_WHEELS) --only-binary llama-cpp-python
+
+.PHONY: run test setup conformance clean-venv rebuild-llama llama-wheel
 
 run: $(STAMP)
 	$(VENV)/bin/ctxfst-tui sample_docs
@@ -25,11 +46,39 @@ conformance: $(STAMP)
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(VENV)/.venv-created:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed (set PYTHON=...)")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc 2>/dev/null || echo 2) $(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+# The wheel folder is filled atomically (built into a temporary folder, then renamed).
+llama-wheel: $(VENV)/.venv-created
+	@if ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1; then \
+		echo "llama-cpp-python $(LLAMA_VERSION): using $(LLAMA_WHEELS)"; \
+	else \
+		echo "llama-cpp-python $(LLAMA_VERSION): compiling for a portable CPU baseline (several minutes)"; \
+		rm -rf $(LLAMA_WHEELS).tmp && mkdir -p $(LLAMA_WHEELS).tmp && \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc 2>/dev/null || echo 2) \
+			$(PY) -m pip wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
+			-w $(LLAMA_WHEELS).tmp llama-cpp-python==$(LLAMA_VERSION) && \
+		rm -rf $(LLAMA_WHEELS) && mv $(LLAMA_WHEELS).tmp $(LLAMA_WHEELS); \
+	fi
+
+$(LLAMA_STAMP): | $(VENV)/.venv-created
+	$(MAKE) --no-print-directory llama-wheel
+	$(PY) -m pip install -q --force-reinstall --no-deps $(PIP_LLAMA) llama-cpp-python==$(LLAMA_VERSION)
+	@rm -f $(VENV)/.llama-* && touch $@
+
+$(STAMP): pyproject.toml $(LLAMA_STAMP)
+	$(PY) -m pip install -q $(PIP_LLAMA) -e '.[dev]'
+	@touch $(STAMP)
+
+# Rebuild llama-cpp-python: after a CPU change (a venv copied to another machine), a new
+# compiler, or when `ctxfst-tui doctor` reports that the model self-test crashed.
+rebuild-llama: $(VENV)/.venv-created
+	rm -rf $(LLAMA_WHEELS) $(VENV)/.llama-*
+	$(MAKE) --no-print-directory $(LLAMA_STAMP)
 	@touch $(STAMP)
 
 clean-venv:
