@@ -238,63 +238,6 @@ def test_workbench_options_reach_the_app(monkeypatch, tmp_path, capsys):
     assert capsys.readouterr().err.strip().endswith("no such folder")
 
 
-def test_serve_runs_the_workbench_of_the_folder_in_a_web_page(tmp_path):
-    """`serve` answers HTTP on 127.0.0.1 with the textual-serve page for this app."""
-    import socket
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-
-    (tmp_path / "note.md").write_text("# Note\n\nText.\n")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "ctxfst_tui", "serve", str(tmp_path), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        page = None
-        while time.monotonic() < deadline and page is None:
-            try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read().decode()
-            except OSError:
-                if proc.poll() is not None:
-                    break
-                time.sleep(0.2)
-        assert page is not None, proc.stderr.read() if proc.poll() is not None else "no answer"
-        assert "CtxFST Workbench" in page
-        assert f"ws://127.0.0.1:{port}/ws" in page  # the terminal's socket on the same host
-        screen = asyncio.run(_read_served_screen(f"http://127.0.0.1:{port}/ws?width=100&height=30", "note.md"))
-        assert "note.md" in screen  # a browser session runs the workbench on the folder
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    assert "serving" in proc.stderr.read()
-
-
-async def _read_served_screen(url: str, wanted: str, timeout: float = 40.0) -> str:
-    """What the app sends a browser's terminal, until ``wanted`` shows (escape codes and all)."""
-    import aiohttp
-
-    seen = ""
-    async with aiohttp.ClientSession() as client, client.ws_connect(url) as ws:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while wanted not in seen and asyncio.get_running_loop().time() < deadline:
-            try:
-                msg = await ws.receive(timeout=2)
-            except asyncio.TimeoutError:
-                continue
-            if msg.type == aiohttp.WSMsgType.BINARY:
-                seen += msg.data.decode("utf-8", "replace")
-            elif msg.type == aiohttp.WSMsgType.TEXT:
-                seen += msg.data
-            elif msg.type in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
-                break
-        await ws.send_str('["stdin", "q"]')
-    return seen
-
-
 def test_serve_command_is_this_python_on_the_folder_with_model_options(tmp_path):
     from ctxfst_tui.cli import build_parser, serve_command
 
