@@ -29,7 +29,19 @@ class Session:
         self.root = Path(root)
         self.workspace: Workspace | None = None
         self.undo = UndoStack()
-        self.version = 0  # bumped whenever a document's text changes: older results are stale
+        self.listeners: list[Callable[[], None]] = []  # called after every change (e.g. the journal's timer)
+        self._version = 0
+
+    @property
+    def version(self) -> int:
+        """Bumped whenever a document's text changes: older results are stale."""
+        return self._version
+
+    @version.setter
+    def version(self, value: int) -> None:
+        self._version = value
+        for listener in list(self.listeners):
+            listener()
 
     # ------------------------------------------------------------ the workspace
     @property

@@ -1,0 +1,141 @@
+"""Keeping the journal of unsaved edits in step with the session, and offering it back at start.
+
+The App owns one ``JournalKeeper``. Every change of the session (``Session.version``) starts a
+short timer (if none is running); when it fires, the dirty documents are snapshot on the UI
+thread (bytes) and a thread worker writes them to the journal, so an edit is on disk within
+about ``DELAY`` seconds plus one small write. Journaling starts only once the folder's old
+journal, if any, has been offered back (recovered or discarded): until then it is left alone.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from functools import partial
+from typing import TYPE_CHECKING
+
+from ..core.journal import Journal, JournalEntry, pending, recover, unsaved
+from .screens.recovery import RecoveryItem, RecoveryScreen
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.timer import Timer
+
+    from .screens.workbench import WorkbenchScreen
+    from .session import Session
+
+DELAY = 0.5  # seconds from the first edit to its snapshot
+
+
+class JournalKeeper:
+    """The journal of the App's folder, driven from the UI thread."""
+
+    def __init__(self, app: "App", session: "Session") -> None:
+        self.app = app
+        self.session = session
+        self.journal = Journal(session.root)
+        self.ready = False  # journaling runs once the old journal has been offered back
+        self.offered = False
+        self._timer: "Timer | None" = None
+        self._seq = 0
+        self._error: str | None = None  # the last write failure shown (shown once, until it changes)
+        session.listeners.append(self.changed)
+
+    # ------------------------------------------------------------ journaling
+    def changed(self) -> None:
+        """The workspace changed (or was saved): journal the dirty documents shortly."""
+        if self.ready and self._timer is None:
+            self._timer = self.app.set_timer(DELAY, self.flush, name="journal")
+
+    def flush(self) -> None:
+        """Snapshot the dirty documents now (UI thread) and write them in a worker."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        ws = self.session.workspace
+        if not self.ready or ws is None:
+            return
+        self._seq += 1
+        self.app.run_worker(partial(self._write, unsaved(ws.docs), self._seq), name="journaling unsaved edits",
+                            group="journal", thread=True, exit_on_error=False)
+
+    def _write(self, snapshot: list, seq: int) -> None:
+        try:
+            self.journal.sync(snapshot, seq)
+        except OSError as exc:
+            self.app.call_from_thread(self._failed, f"{exc.filename or self.journal.folder}: {exc.strerror or exc}")
+        else:
+            self._error = None
+
+    def _failed(self, message: str) -> None:
+        if message != self._error:
+            self._error = message
+            self.app.notify(f"{message}\nUnsaved edits are not protected against a crash until this is fixed; ctrl+s saves them.",
+                            title="Journal not written", severity="error", timeout=10)
+
+    def close(self) -> None:
+        """The app is quitting: clear the journal if nothing is unsaved, else write the last state."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        ws = self.session.workspace
+        if not self.ready or ws is None:
+            return  # an old journal not yet offered back stays for next time
+        self.ready = False
+        try:
+            self.journal.close(unsaved(ws.docs))
+        except OSError as exc:
+            self.app.log.error(f"journal not written at exit: {exc}")
+
+    def discard(self) -> None:
+        """The user quits without saving: the unsaved edits are dropped on purpose."""
+        if self.ready:
+            self.ready = False
+            self.journal.discard()
+
+    # ------------------------------------------------------------ recovery
+    def offer(self, screen: "WorkbenchScreen") -> None:
+        """Once the workspace is first loaded: offer back what the journal holds, if anything."""
+        if self.offered:
+            return
+        self.offered = True
+        entries, items = [], []
+        for entry in pending(self.session.root):
+            disk = entry.disk()
+            if disk == entry.data:
+                continue  # the file already holds the edits (saved by another program): nothing to offer
+            entries.append(entry)
+            items.append(self.describe(entry, disk))
+        if not entries:
+            self.journal.discard()  # entries that offered nothing
+            self.ready = True
+            self.changed()
+            return
+
+        def answered(yes: bool | None) -> None:
+            self.journal.adopt(entries)  # the next sync rewrites or deletes them
+            self.ready = True
+            if yes:
+                self._recover(screen, entries, items)
+            else:
+                self.journal.discard()
+                n = len(entries)
+                self.app.notify(f"Discarded the unsaved edits of {n} document{'s' if n != 1 else ''}.",
+                                title="Recovery", timeout=4)
+
+        self.app.push_screen(RecoveryScreen(items), answered)
+
+    def describe(self, entry: JournalEntry, disk: bytes | None) -> RecoveryItem:
+        label = self.session.label(entry.path)
+        when = _dt.datetime.fromtimestamp(entry.timestamp).strftime("%Y-%m-%d %H:%M:%S")
+        return RecoveryItem(label, entry.state(disk), when, entry.diff(label, disk))
+
+    def _recover(self, screen: "WorkbenchScreen", entries: list[JournalEntry], items: list[RecoveryItem]) -> None:
+        gone = [e for e, i in zip(entries, items) if i.state == "deleted"]
+        screen._apply("Recovered", lambda: self.session.run(recover, entries))
+        conflicts = [i.label for i in items if i.conflict]
+        if conflicts:
+            self.app.notify(f"{', '.join(conflicts)}: changed on disk since these edits. Your text is kept as unsaved "
+                            "edits and nothing was written; ctrl+s would overwrite the file, u goes back to it.",
+                            title="Recovered with conflicts", severity="warning", timeout=12)
+        self.changed()
+        if gone:
+            self.app.scan_folder(self.session.root, screen)  # list the files that are gone (kept as unsaved)

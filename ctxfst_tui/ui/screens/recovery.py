@@ -1,0 +1,119 @@
+"""The offer, at start, to bring back unsaved edits a crash or a kill left in the journal."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from .diff import coloured
+
+STATES = {
+    "unchanged": "",
+    "changed": "CONFLICT: the file changed on disk since these edits",
+    "deleted": "CONFLICT: the file is gone from disk (recovering keeps the text; ctrl+s writes it again)",
+}
+
+
+@dataclass(frozen=True)
+class RecoveryItem:
+    """One document with journaled unsaved work, as the dialog shows it."""
+
+    label: str  # the path relative to the folder
+    state: str  # unchanged / changed / deleted (on disk, since the edits were made)
+    when: str  # when the edits were journaled, e.g. "2026-12-01 22:41"
+    diff: str  # from the file on disk to the journaled text
+
+    @property
+    def conflict(self) -> bool:
+        return self.state != "unchanged"
+
+
+class RecoveryScreen(ModalScreen[bool]):
+    """Dismisses with True (y / Enter: recover as unsaved edits) or False (n: discard them)."""
+
+    DEFAULT_CSS = """
+    RecoveryScreen {
+        align: center middle;
+        background: $background 60%;
+    }
+    RecoveryScreen > #dialog {
+        width: 90%;
+        max-width: 120;
+        height: 90%;
+        padding: 0 1;
+        border: thick $warning;
+        background: $surface;
+    }
+    RecoveryScreen #recovery-title { margin-bottom: 1; }
+    RecoveryScreen #recovery-conflict { margin-bottom: 1; color: $text-warning; }
+    RecoveryScreen #recovery-scroll {
+        height: 1fr;
+        border: round $foreground 25%;
+        background: $background;
+        scrollbar-size-vertical: 1;
+    }
+    RecoveryScreen #recovery-body { width: auto; padding: 0 1; }
+    RecoveryScreen #buttons { height: auto; align-horizontal: right; }
+    RecoveryScreen Button { margin-left: 2; }
+    """
+    BINDINGS = [
+        Binding("y", "answer(True)", "Recover", id="recovery.yes"),
+        Binding("n", "answer(False)", "Discard", id="recovery.no"),
+    ]
+
+    def __init__(self, items: list[RecoveryItem]) -> None:
+        super().__init__()
+        self.items = items
+
+    @property
+    def conflicts(self) -> list[RecoveryItem]:
+        return [i for i in self.items if i.conflict]
+
+    def title_text(self) -> str:
+        n = len(self.items)
+        names = ", ".join(f"[b]{i.label}[/]" for i in self.items[:4]) + (" …" if n > 4 else "")
+        return (f"[b]Unsaved edits from the last session[/] (it ended without saving): "
+                f"{n} document{'s' if n != 1 else ''}: {names}\n"
+                "[b]y[/]/Enter recovers them as unsaved edits (● in the tree; u undoes; ctrl+s saves); "
+                "[b]n[/] discards them.")
+
+    def body(self) -> Content:
+        parts: list[Content] = []
+        for item in self.items:
+            head = f"── {item.label} · edited {item.when}"
+            parts.append(Content.styled(head, "bold $text"))
+            if item.conflict:
+                parts.append(Content.styled(STATES[item.state], "bold $text-error"))
+            parts.append(coloured(item.diff) if item.diff else Content.styled("(same text as on disk)", "$text-muted"))
+            parts.append(Content(""))
+        return Content("\n").join(parts)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(self.title_text(), id="recovery-title")
+            if conflicts := self.conflicts:
+                names = ", ".join(i.label for i in conflicts)
+                yield Static(f"{len(conflicts)} conflict{'s' if len(conflicts) != 1 else ''} ({names}): the file "
+                             "changed on disk after these edits. Recovering keeps your text as unsaved edits and "
+                             "writes nothing; the diff below is from the disk to your edits.", id="recovery-conflict")
+            with VerticalScroll(id="recovery-scroll"):
+                yield Static(self.body(), id="recovery-body")
+            with Horizontal(id="buttons"):
+                yield Button("Discard (n)", id="no", variant="error")
+                yield Button("Recover (y)", id="yes", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#yes", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)

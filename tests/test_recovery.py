@@ -1,0 +1,402 @@
+"""Crash-proof editing: the journal of unsaved edits, its recovery at the next start, and the save race.
+
+Pilot tests drive the workbench by keys; one test runs the real app under a pseudo-terminal,
+kills it with SIGKILL and recovers its edits in a new app.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ctxfst_tui.core import safe_write
+from ctxfst_tui.core.entities import add_alias
+from ctxfst_tui.core.journal import journal_dir, pending
+from ctxfst_tui.ui.app import WorkbenchApp
+from ctxfst_tui.ui.screens.confirm import ConfirmScreen
+from ctxfst_tui.ui.screens.recovery import RecoveryScreen
+from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
+from ctxfst_tui.ui.widgets.document_tree import DocumentTree
+from ctxfst_tui.ui.widgets.source_view import SourceView
+from test_app import SIZE, open_document, settle, started
+from test_entity_panel import BACKEND, FRONTEND, show_entities, to_clusters
+
+ROOT = Path(__file__).resolve().parents[1]
+MERGED = "entities: [entity:react, entity:javascript]"  # frontend.md's chunk line after JS → JavaScript
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "frontend.md").write_text(FRONTEND, encoding="utf-8")
+    (root / "backend.md").write_text(BACKEND, encoding="utf-8")
+    return root
+
+
+def on_disk(folder: Path) -> tuple[str, str]:
+    return (folder / "frontend.md").read_text(encoding="utf-8"), (folder / "backend.md").read_text(encoding="utf-8")
+
+
+async def merge_js(app: WorkbenchApp, pilot) -> None:
+    """Entities view, suggested merges, m, y: JS is merged into JavaScript (both documents change)."""
+    await show_entities(app, pilot)
+    await to_clusters(app, pilot)
+    await pilot.press("m")
+    await pilot.pause()
+    await pilot.press("y")
+    await settle(app, pilot)
+    assert MERGED in app.session.document(app.folder / "frontend.md").text
+
+
+async def journaled(folder: Path, pilot, count: int, timeout: float = 5.0) -> float:
+    """Wait until the journal holds ``count`` entries; returns the seconds it took."""
+    start = time.monotonic()
+    while len(pending(folder)) != count:
+        assert time.monotonic() - start < timeout, f"journal holds {len(pending(folder))} entries, not {count}"
+        await pilot.pause(0.05)
+    return time.monotonic() - start
+
+
+async def recovery_offered(app: WorkbenchApp, pilot) -> RecoveryScreen:
+    await settle(app, pilot)
+    for _ in range(50):
+        if isinstance(app.screen, RecoveryScreen):
+            return app.screen
+        await pilot.pause(0.05)
+    raise AssertionError(f"no recovery dialog; the screen is {app.screen!r}")
+
+
+async def test_an_edit_is_journaled_within_a_second_and_a_new_app_offers_it_back(folder):
+    original = on_disk(folder)
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await open_document(app, pilot, "frontend.md")
+        edits: list[float] = []  # wall-clock time of each change of the session
+        app.session.listeners.append(lambda: edits.append(time.time()))
+        await merge_js(app, pilot)
+        await journaled(folder, pilot, 2)
+        entries = {e.path.name: e for e in pending(folder)}
+        delay = max(e.timestamp for e in entries.values()) - edits[0]
+        print(f"journaled {delay:.2f} s after the edit")
+        assert 0 < delay < 1.5
+        assert entries["frontend.md"].data == app.session.document(folder / "frontend.md").encoded()
+    # The app ended with unsaved edits (as a crash would): the journal is kept, the files untouched.
+    assert on_disk(folder) == original
+    assert len(pending(folder)) == 2
+
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await recovery_offered(app, pilot)
+        assert sorted(i.label for i in modal.items) == ["backend.md", "frontend.md"]
+        assert not modal.conflicts
+        front = next(i for i in modal.items if i.label == "frontend.md")
+        assert f"+    {MERGED}  # the components are plain JS" in front.diff
+        await pilot.press("y")
+        await settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, WorkbenchScreen)
+        tree = screen.query_one(DocumentTree)
+        assert tree.unsaved(folder / "frontend.md") and tree.unsaved(folder / "backend.md")
+        assert "2 unsaved" in app.sub_title
+        assert MERGED in app.session.document(folder / "frontend.md").text
+        assert on_disk(folder) == original  # recovering writes nothing
+        await pilot.press("u")  # the recovery is one undoable step: back to the disk text
+        await settle(app, pilot)
+        assert app.session.document(folder / "frontend.md").text == original[0]
+        assert not tree.unsaved(folder / "frontend.md") and "unsaved" not in app.sub_title
+        await journaled(folder, pilot, 0)  # undone back to the saved state: nothing left to keep
+        await pilot.press("U")
+        await settle(app, pilot)
+        await journaled(folder, pilot, 2)
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert MERGED in on_disk(folder)[0]
+        await journaled(folder, pilot, 0)  # saved: the journal is cleared
+        assert not journal_dir(folder).exists()
+
+
+async def test_recovery_opens_the_restored_text_in_the_source_view(folder):
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await open_document(app, pilot, "frontend.md")
+        await merge_js(app, pilot)
+        await journaled(folder, pilot, 2)
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await recovery_offered(app, pilot)
+        await pilot.press("enter")  # Enter is "Recover" too
+        await settle(app, pilot)
+        await open_document(app, pilot, "frontend.md")
+        source = app.screen.query_one(SourceView)
+        assert MERGED in source.text  # the panes show the recovered text, not the file's
+
+
+async def test_n_discards_the_journal(folder):
+    original = on_disk(folder)
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await merge_js(app, pilot)
+        await journaled(folder, pilot, 2)
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await recovery_offered(app, pilot)
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert isinstance(app.screen, WorkbenchScreen)
+        assert not app.session.dirty_paths and "unsaved" not in app.sub_title
+        assert pending(folder) == [] and not journal_dir(folder).exists()
+    assert on_disk(folder) == original
+    app = WorkbenchApp(folder)  # nothing is offered again
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, WorkbenchScreen)
+
+
+async def test_a_file_changed_on_disk_since_is_a_conflict_shown_with_its_diff_and_never_overwritten(folder):
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await merge_js(app, pilot)
+        await journaled(folder, pilot, 2)
+    theirs = BACKEND.replace("each script has a test.", "each script has a test (edited elsewhere).")
+    (folder / "backend.md").write_text(theirs, encoding="utf-8")
+
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await recovery_offered(app, pilot)
+        (conflict,) = modal.conflicts
+        assert conflict.label == "backend.md" and conflict.state == "changed"
+        assert "-The build runs JavaScript scripts on Node.js; each script has a test (edited elsewhere)." in conflict.diff
+        assert "+    entities: [entity:javascript, entity:node]" in conflict.diff
+        shown = str(modal.query_one("#recovery-conflict").render())
+        assert "changed on disk" in shown and "backend.md" in shown
+        await pilot.press("y")
+        await settle(app, pilot)
+        # The journaled text is held as an unsaved edit; the disk keeps the other program's text.
+        held = app.session.document(folder / "backend.md")
+        assert held.dirty and "entities: [entity:javascript, entity:node]" in held.text
+        assert (folder / "backend.md").read_text(encoding="utf-8") == theirs
+        assert any("changed on disk" in n.message for n in app._notifications)
+        await pilot.press("u")  # undo goes back to what the disk holds now
+        await settle(app, pilot)
+        assert held.text == theirs and not held.dirty
+    assert (folder / "backend.md").read_text(encoding="utf-8") == theirs
+
+
+async def test_a_clean_quit_clears_the_journal_and_quitting_without_saving_discards_it(folder):
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await merge_js(app, pilot)
+        await journaled(folder, pilot, 2)
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        await pilot.press("q")  # nothing unsaved: a clean quit
+        await pilot.pause()
+        assert not app.is_running
+    assert pending(folder) == [] and not journal_dir(folder).exists()
+
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        screen._apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
+        await journaled(folder, pilot, 1)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")  # "Quit without saving": the edits are dropped on purpose
+        await pilot.pause()
+        assert not app.is_running
+    assert pending(folder) == []
+
+
+def slow_writer(monkeypatch) -> tuple[threading.Event, list[list[str]], list[int]]:
+    """Replace the workspace writer with one that waits for ``release`` before writing (a slow disk).
+    Returns the event, the file names of each write call, and [writing now, most at once]."""
+    release = threading.Event()
+    calls: list[list[str]] = []
+    active = [0, 0]
+    real = safe_write.write_files
+    lock = threading.Lock()
+
+    def write_files(plans):
+        plans = list(plans)
+        with lock:
+            active[0] += 1
+            active[1] = max(active)
+        try:
+            calls.append([p.path.name for p in plans])
+            assert release.wait(20), "the test never released the write"
+            return real(plans)
+        finally:
+            with lock:
+                active[0] -= 1
+
+    monkeypatch.setattr(safe_write, "write_files", write_files)
+    return release, calls, active
+
+
+async def wait_until(pilot, condition, timeout: float = 5.0) -> None:
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < timeout
+        await pilot.pause(0.02)
+
+
+async def test_an_edit_made_during_a_slow_save_stays_unsaved(folder, monkeypatch):
+    release, calls, _ = slow_writer(monkeypatch)
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        await merge_js(app, pilot)
+        merged_front = app.session.document(folder / "frontend.md").text
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: calls)  # the worker is writing now
+        screen._apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))  # typed meanwhile
+        front = app.session.document(folder / "frontend.md")
+        assert "ReactJS" in front.text
+        release.set()
+        await settle(app, pilot)
+        # The file holds the snapshot taken when ctrl+s was pressed; the later edit is still unsaved.
+        assert (folder / "frontend.md").read_text(encoding="utf-8") == merged_front
+        assert "ReactJS" not in on_disk(folder)[0]
+        assert front.dirty and "ReactJS" in front.text
+        assert not app.session.document(folder / "backend.md").dirty  # written and unchanged since: saved
+        tree = screen.query_one(DocumentTree)
+        assert tree.unsaved(folder / "frontend.md") and not tree.unsaved(folder / "backend.md")
+        assert "1 unsaved" in app.sub_title
+        assert any("edited while saving" in n.message for n in app._notifications)
+        await journaled(folder, pilot, 1)  # the unsaved edit is journaled; the saved document is not
+        assert b"ReactJS" in pending(folder)[0].data
+
+
+async def test_one_save_at_a_time_a_second_ctrl_s_saves_again_after(folder, monkeypatch):
+    release, calls, active = slow_writer(monkeypatch)
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await started(app, pilot)
+        await merge_js(app, pilot)
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: calls)
+        screen._apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
+        await pilot.press("ctrl+s")  # while the first save is writing
+        await pilot.pause()
+        assert any("Saving…" in n.message for n in app._notifications)
+        release.set()
+        await settle(app, pilot)
+        await wait_until(pilot, lambda: not app.session.dirty_paths)
+        await settle(app, pilot)
+        front, back = on_disk(folder)
+        assert "ReactJS" in front and MERGED in front and "entity:javascript" in back
+        assert active[1] == 1  # never two writes at once
+        assert [sorted(c) for c in calls] == [["backend.md", "frontend.md"], ["frontend.md"]]
+        await journaled(folder, pilot, 0)
+
+
+async def test_a_save_over_a_file_changed_on_disk_writes_nothing_and_keeps_the_edits(folder):
+    original = on_disk(folder)
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await merge_js(app, pilot)
+        theirs = original[1] + "\nAppended by another program.\n"
+        (folder / "backend.md").write_text(theirs, encoding="utf-8")
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert on_disk(folder) == (original[0], theirs)  # all or nothing: frontend.md is not written either
+        assert app.session.dirty_paths == {folder / "frontend.md", folder / "backend.md"}
+        errors = [n.message for n in app._notifications if n.severity == "error"]
+        assert any("backend.md" in m and "changed on disk" in m for m in errors)
+        await journaled(folder, pilot, 2)  # the edits stay protected
+
+
+# ---------------------------------------------------------------- a real process, killed
+
+def _read_all(fd: int, sink: bytearray, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            return
+        if not data:
+            return
+        sink.extend(data)
+
+
+async def test_kill_9_of_a_real_app_loses_no_edit(folder):
+    """The workbench as a user runs it (``python -m ctxfst_tui FOLDER`` on a terminal), an edit by
+    keys, SIGKILL once it is journaled; a new app offers the edit back and restores it."""
+    original = on_disk(folder)
+    master, slave = pty.openpty()
+    import fcntl
+    import struct
+    import termios
+
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    proc = subprocess.Popen([sys.executable, "-m", "ctxfst_tui", str(folder)], stdin=slave, stdout=slave, stderr=slave,
+                            env=env, cwd=ROOT, start_new_session=True, close_fds=True)
+    os.close(slave)
+    screen_bytes = bytearray()
+    stop = threading.Event()
+    reader = threading.Thread(target=_read_all, args=(master, screen_bytes, stop), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 60
+        while b"Entities" not in screen_bytes:
+            assert proc.poll() is None, f"the app ended: {bytes(screen_bytes[-2000:])!r}"
+            assert time.monotonic() < deadline, "the app never drew its screen"
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(2.0)  # the folder scan and the first analysis
+        journal_seen = None
+        while journal_seen is None:
+            assert time.monotonic() < deadline, f"no journal entry appeared: {bytes(screen_bytes[-2000:])!r}"
+            for key in (b"3", b"\t", b"m"):  # the Entities view, its suggested merges, merge
+                os.write(master, key)
+                await asyncio.sleep(0.4)
+            os.write(master, b"y")  # confirm the diff
+            for _ in range(30):
+                if len(pending(folder)) == 2:
+                    journal_seen = time.monotonic()
+                    break
+                await asyncio.sleep(0.1)
+        assert proc.poll() is None
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(10) == -signal.SIGKILL
+    finally:
+        stop.set()
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        os.close(master)
+    assert on_disk(folder) == original  # killed before any save
+
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await recovery_offered(app, pilot)
+        assert sorted(i.label for i in modal.items) == ["backend.md", "frontend.md"] and not modal.conflicts
+        await pilot.press("y")
+        await settle(app, pilot)
+        front = app.session.document(folder / "frontend.md")
+        back = app.session.document(folder / "backend.md")
+        assert front.dirty and back.dirty
+        assert f"{MERGED}  # the components are plain JS" in front.text
+        assert "entities: [entity:javascript, entity:node]" in back.text
+        assert app.screen.query_one(DocumentTree).unsaved(folder / "frontend.md")
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        await journaled(folder, pilot, 0)
+    assert MERGED in on_disk(folder)[0]
