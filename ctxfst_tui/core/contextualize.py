@@ -724,9 +724,13 @@ def _load_template(options: ContextualizeOptions) -> str | None:
         text = options.template_text
         where = "the template"
     elif options.template is not None:
+        from .files import NotRegularFile, read_regular_text
+
         p = Path(options.template).expanduser()
         try:
-            text = p.read_text("utf-8")
+            text = read_regular_text(p)  # a named pipe is refused, never opened (it would block)
+        except NotRegularFile as exc:
+            raise ContextualizeError(f"cannot read the template {p}: {exc.reason}") from exc
         except OSError as exc:
             raise ContextualizeError(f"cannot read the template {p}: {exc.strerror or exc}") from exc
         except UnicodeDecodeError as exc:

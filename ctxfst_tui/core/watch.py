@@ -34,6 +34,7 @@ from typing import Any, Literal, Protocol
 
 import watchfiles
 
+from .files import NotRegularFile, read_regular_stat
 from .workspace import DOCUMENT_SUFFIXES, SKIP_DIRS, is_document, iter_documents
 
 log = logging.getLogger(__name__)
@@ -356,11 +357,9 @@ class FolderWatcher:
                 st = os.stat(path)
             if not hash_anyway or st.st_size > self.hash_limit:
                 return Fingerprint(st.st_size, st.st_mtime_ns, None)
-            with open(path, "rb") as fh:
-                data = fh.read()
-                st = os.fstat(fh.fileno())  # the stat of the bytes read (a rename may have happened)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
+            data, st = read_regular_stat(path)  # the stat of the bytes read (a rename may have happened)
+        except (FileNotFoundError, NotADirectoryError, NotRegularFile):
+            return None  # gone, or not a document any more (a pipe or a loop is never opened)
         except OSError:
             return Fingerprint(st.st_size, st.st_mtime_ns, None) if st is not None else None
         return Fingerprint(len(data), st.st_mtime_ns, digest_of(data))

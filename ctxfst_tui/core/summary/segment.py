@@ -59,13 +59,14 @@ class SegmentError(ValueError):
 
 def read_manuscript_text(path: str | Path) -> str:
     """The manuscript's text: UTF-8 (BOM dropped) or, failing that, cp1252; line ends normalized to ``\\n``."""
+    from ..files import NotRegularFile, read_regular
+
     p = Path(path)
     try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise SegmentError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise SegmentError(f"{p}: is a folder, not a manuscript") from None
+        data = read_regular(p)  # a named pipe or device is refused, never opened (it would block)
+    except NotRegularFile as exc:
+        what = exc.reason if exc.reason == "no such file" else f"{exc.reason}, not a manuscript"
+        raise SegmentError(f"{p}: {what}") from None
     except OSError as exc:
         raise SegmentError(f"{p}: cannot read: {exc.strerror or exc}") from None
     if b"\x00" in data[:4096]:
