@@ -24,12 +24,13 @@ from .base import (
     GenerationDefaults,
     ModelError,
     ModelNotFound,
+    ModelUnavailable,
 )
 from .cache import CachedBackend, CompletionCache, default_cache, default_cache_path
 
 __all__ = [
     "Backend", "Cancelled", "Completion", "ContextOverflow", "EndpointError", "GenerationDefaults",
-    "ModelError", "ModelNotFound", "CachedBackend", "CompletionCache", "default_cache", "default_cache_path",
+    "ModelError", "ModelNotFound", "ModelUnavailable", "CachedBackend", "CompletionCache", "default_cache", "default_cache_path",
     "LlamaBackend", "OpenAIBackend", "make_backend", "backend_info",
 ]
 

@@ -27,6 +27,12 @@ class ModelNotFound(ModelError):
     """The model file (or the bundled model) is missing or cannot be loaded."""
 
 
+class ModelUnavailable(ModelNotFound):
+    """The model cannot run here: the bundled model package is missing, or the model's self-test
+    in a child process crashed, hung or failed (see :mod:`.probe`). The message names the cause
+    and the way out; a model that failed its self-test is never loaded in-process."""
+
+
 class ContextOverflow(ModelError):
     """The prompt and the tokens to generate do not fit the model's context window."""
 

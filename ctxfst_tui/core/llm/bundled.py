@@ -9,9 +9,9 @@ from pathlib import Path
 
 import platformdirs
 
+from .base import ModelUnavailable  # no model file could be found or assembled; the message says what to do
 
-class ModelUnavailable(Exception):
-    """No model file could be found or assembled; the message says what to do."""
+__all__ = ["ModelUnavailable", "bundled_model_path", "model_cache_dir"]
 
 
 def model_cache_dir() -> Path:

@@ -10,6 +10,9 @@
   between generated tokens, so a set event stops the call within a second.
 * Temperature 0 is reproducible: a prompt is always evaluated in the same batches,
   whatever was evaluated before (see :meth:`LlamaBackend._prefill`).
+* Before the first in-process load of a GGUF with this llama.cpp build on this CPU, the model
+  runs a one-token self-test in a child process (:mod:`.probe`); a crash, hang or error there
+  is a :class:`ModelUnavailable` and the model is never loaded in-process.
 * llama.cpp's own log lines are routed to the ``ctxfst_tui.llm.llama_cpp`` logger instead of
   stderr, where they would corrupt the terminal UI.
 """
@@ -24,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from .base import Cancelled, Completion, ContextOverflow, GenerationDefaults, ModelError, ModelNotFound, TokenCallback, check_cancel
+from .base import (Cancelled, Completion, ContextOverflow, GenerationDefaults, ModelError, ModelNotFound, ModelUnavailable,
+                   TokenCallback, check_cancel)
 
 log = logging.getLogger("ctxfst_tui.llm.llama_cpp")
 _LOG_LEVELS = {0: logging.CRITICAL, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.DEBUG, 5: logging.DEBUG}
@@ -80,6 +84,7 @@ class LlamaBackend:
         chat: bool | None = None,
         chat_template: str | None = None,
         hash_cache: Any = None,
+        probe_timeout: float | None = None,
     ):
         self.model_path = Path(model_path).expanduser() if model_path is not None else None
         self.bundled = model_path is None
@@ -93,6 +98,8 @@ class LlamaBackend:
         self._chat_setting = chat
         self._template_override = chat_template
         self._hash_cache = hash_cache
+        self.probe_timeout = probe_timeout  # None: CTXFST_TUI_PROBE_TIMEOUT or 60 s
+        self.verdict: Any = None  # the last self-test verdict (probe.Verdict), None before the first
         self._lock = threading.Lock()
         self._llm: Any = None
         self._formatter: Any = None
@@ -104,12 +111,9 @@ class LlamaBackend:
     # ------------------------------------------------------------ loading
     def resolve_path(self) -> Path:
         if self.model_path is None:
-            from .bundled import ModelUnavailable, bundled_model_path
+            from .bundled import bundled_model_path
 
-            try:
-                self.model_path = bundled_model_path()
-            except ModelUnavailable as exc:
-                raise ModelNotFound(str(exc)) from exc
+            self.model_path = bundled_model_path()  # ModelUnavailable (a ModelNotFound) when it cannot be had
         p = self.model_path
         if not p.exists():
             raise ModelNotFound(f"model file not found: {p} (give the path of a .gguf file with --model)")
@@ -123,18 +127,43 @@ class LlamaBackend:
             self._ensure_loaded()
         return self.load_seconds or 0.0
 
+    def _hashes(self) -> Any:
+        if self._hash_cache is None:
+            from .cache import default_cache
+
+            return default_cache()
+        return self._hash_cache
+
+    def self_test(self) -> Any:
+        """The model's self-test verdict (:mod:`.probe`): kept from an earlier run, or a one-token
+        completion in a child process now. Raises :class:`ModelUnavailable` unless it passed, and
+        :class:`ModelNotFound` for a missing file or one that is not a GGUF. Loads nothing in-process."""
+        path = self.resolve_path()
+        try:
+            with open(path, "rb") as fh:
+                magic = fh.read(4)
+        except OSError as exc:
+            raise ModelNotFound(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        if magic != b"GGUF":
+            raise ModelNotFound(f"{path} is not a GGUF model file (llama.cpp needs .gguf)")
+        from . import probe
+
+        self.verdict = probe.self_test(path, timeout=self.probe_timeout, hash_cache=self._hashes())
+        if not self.verdict.ok:
+            raise ModelUnavailable(self.verdict.message)
+        return self.verdict
+
     def _ensure_loaded(self) -> Any:
         if self._llm is not None:
             return self._llm
         path = self.resolve_path()
+        if self.verdict is None or not self.verdict.ok or Path(self.verdict.model) != path:
+            self.self_test()  # before llama_cpp is even imported: a failed test never runs native code here
         try:
             import llama_cpp
         except ImportError as exc:  # pragma: no cover - a hard dependency
             raise ModelError("llama-cpp-python is not installed (pip install llama-cpp-python)") from exc
         _install_log_callback()
-        with open(path, "rb") as fh:
-            if fh.read(4) != b"GGUF":
-                raise ModelNotFound(f"{path} is not a GGUF model file (llama.cpp needs .gguf)")
         t0 = time.perf_counter()
         try:
             llm = llama_cpp.Llama(
@@ -185,12 +214,7 @@ class LlamaBackend:
     def model_id(self) -> str:
         if self._model_id is None:
             path = self.resolve_path()
-            cache = self._hash_cache
-            if cache is None:
-                from .cache import default_cache
-
-                cache = default_cache()
-            self._model_id = "gguf-sha256:" + cache.file_sha256(path)
+            self._model_id = "gguf-sha256:" + self._hashes().file_sha256(path)
         return self._model_id
 
     @property
@@ -217,6 +241,7 @@ class LlamaBackend:
             "bundled": self.bundled, "context_size": self.n_ctx, "threads": self.n_threads,
             "chat": (self._formatter is not None) if self._llm is not None else None,
             "loaded": self._llm is not None, "load_seconds": self.load_seconds,
+            "self_test": (self.verdict.outcome if self.verdict.ok else self.verdict.message) if self.verdict is not None else None,
             "max_tokens": self.defaults.max_tokens, "temperature": self.defaults.temperature,
         }
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..llm.base import ModelError
+from ..llm.probe import preflight
 from .segment import SegmentError, SegmentSettings
 from .session import NovelSession
 from .store import StoreError
@@ -158,6 +159,7 @@ def run_summarize_cli(args: argparse.Namespace, *, backend: Any = None, cancel: 
 
     try:
         be = backend if backend is not None else make_backend_from_args(args)
+        preflight(be)  # a model that cannot run here: one line, before any node
         report = session.summarize(be, settings, only=getattr(args, "node", None), cancel=cancel, progress=progress)
     except ModelError as exc:
         _err(str(exc))
