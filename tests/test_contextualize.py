@@ -403,12 +403,14 @@ def test_several_chunks_in_flight_keep_document_order():
 
 @pytest.fixture(scope="module")
 def real_backend(tmp_path_factory):
-    pytest.importorskip("llama_cpp")
+    from real_model import require_llama, trusted
+
+    require_llama()
     from ctxfst_tui.core.llm.llama import LlamaBackend
 
     cache = CompletionCache(tmp_path_factory.mktemp("cache") / "completions.sqlite")
     llama = LlamaBackend(n_ctx=1024, n_threads=2, hash_cache=cache)
-    return CachedBackend(llama, cache)
+    return trusted(CachedBackend(llama, cache))  # its self-test first: a native crash fails the test, not the run
 
 
 def test_real_model_contextualizes_a_small_document(real_backend, tmp_path):
@@ -437,10 +439,12 @@ def test_real_model_contextualizes_a_small_document(real_backend, tmp_path):
 
 
 def test_real_model_context_overflow_is_reported(tmp_path):
-    pytest.importorskip("llama_cpp")
+    from real_model import require_llama, trusted
+
+    require_llama()
     from ctxfst_tui.core.llm.llama import LlamaBackend
 
-    llama = LlamaBackend(n_ctx=256, n_threads=2, hash_cache=CompletionCache(tmp_path / "c.sqlite"))
+    llama = trusted(LlamaBackend(n_ctx=256, n_threads=2, hash_cache=CompletionCache(tmp_path / "c.sqlite")))
     report = contextualize(_doc(), llama, ContextualizeOptions(chunk_ids=["ops:deploy"], fail_fast=True))
     r = report.results[0]
     assert r.status == "failed" and "context overflow" in r.reason and "--document-max-chars" in r.reason

@@ -220,12 +220,14 @@ def test_unreadable_document():
 
 
 def test_real_model_entity_pass(tmp_path):
-    pytest.importorskip("llama_cpp")
+    from real_model import require_llama, trusted
+
+    require_llama()
     from ctxfst_tui.core.llm import CachedBackend, CompletionCache
     from ctxfst_tui.core.llm.llama import LlamaBackend
 
     cache = CompletionCache(tmp_path / "c.sqlite")
-    backend = CachedBackend(LlamaBackend(n_ctx=1024, n_threads=2, hash_cache=cache), cache)
+    backend = trusted(CachedBackend(LlamaBackend(n_ctx=1024, n_threads=2, hash_cache=cache), cache))
     doc = Document.from_text(DOC)
     props = extract_entities(doc, backend)
     assert props.model_calls == 3 and not props.model_errors

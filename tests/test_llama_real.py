@@ -4,12 +4,15 @@ from __future__ import annotations
 import pytest
 
 from ctxfst_tui.core.llm.bundled import bundled_model_path
+from real_model import require_llama, trusted
 
 
 @pytest.fixture(scope="module")
 def llm():
-    llama_cpp = pytest.importorskip("llama_cpp")
-    path = bundled_model_path()
+    require_llama()
+    path = trusted(bundled_model_path())  # its self-test first: a native crash fails these tests, not the run
+    import llama_cpp
+
     return llama_cpp.Llama(model_path=str(path), n_ctx=512, n_threads=2, verbose=False, seed=0)
 
 

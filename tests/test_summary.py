@@ -319,10 +319,12 @@ def test_markdown_outline_marks_failed_and_pending_nodes(tmp_path):
 
 @pytest.fixture(scope="module")
 def real_backend(tmp_path_factory):
-    pytest.importorskip("llama_cpp")
+    from real_model import require_llama, trusted
+
+    require_llama()
     from ctxfst_tui.core.llm import CachedBackend, CompletionCache, make_backend
 
-    inner = make_backend(cache=False, n_ctx=2048, n_threads=2)
+    inner = trusted(make_backend(cache=False, n_ctx=2048, n_threads=2))  # self-test first: a crash fails, not kills
     return CachedBackend(inner, CompletionCache(tmp_path_factory.mktemp("cache") / "c.sqlite"))
 
 
