@@ -6,12 +6,13 @@ may carry extra whitespace (``< Chunk  id = 'x' >``).
 """
 from __future__ import annotations
 
+import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .source import LineIndex, Span
+from .source import LineIndex, Span, strip_break
 
-OPEN_TAG = re.compile(r"""<\s*Chunk\s+id\s*=\s*(?:"([^"\n]*)"|'([^'\n]*)')\s*>""", re.IGNORECASE)
+OPEN_TAG = re.compile(r"""<\s*Chunk\s+id\s*=\s*(?:"([^"\n\r\x85\u2028\u2029]*)"|'([^'\n\r\x85\u2028\u2029]*)')\s*>""", re.IGNORECASE)
 CLOSE_TAG = re.compile(r"<\s*/\s*Chunk\s*>", re.IGNORECASE)
 ANY_TAG = re.compile(OPEN_TAG.pattern + "|" + CLOSE_TAG.pattern, re.IGNORECASE)
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -29,13 +30,17 @@ class TagEvent:
 
 @dataclass
 class BodyChunk:
-    """A ``<Chunk>`` element: its open tag, its inner content and its close tag (None if unclosed)."""
+    """A ``<Chunk>`` element: its open tag, its inner content and its close tag (None if unclosed).
+
+    The content is a view into the document's text, cut out only when asked for: a chunk
+    holds offsets, not a copy, so nested chunks cost no memory each.
+    """
 
     id: str
     open: Span
     close: Span | None
     content_span: Span
-    raw_content: str
+    source: str = field(repr=False)  # the whole document text the spans point into
     parent: str | None = None  # id of the enclosing chunk when nested (an error)
 
     @property
@@ -43,9 +48,15 @@ class BodyChunk:
         return self.open.line
 
     @property
+    def raw_content(self) -> str:
+        """The text between the tags, exactly as in the file."""
+        return self.source[self.content_span.start : self.content_span.end]
+
+    @property
     def content(self) -> str:
-        """The inner text, stripped and with LF newlines, as the reference exports it."""
-        return self.raw_content.replace("\r\n", "\n").strip()
+        """The inner text, stripped and with LF newlines (a CRLF or lone CR becomes LF), as the
+        reference exports it (it reads files with Python's universal newlines)."""
+        return self.raw_content.replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
 def _code_span_ranges(line: str) -> list[tuple[int, int]]:
@@ -69,15 +80,16 @@ def _code_span_ranges(line: str) -> list[tuple[int, int]]:
 
 
 def scan_tags(text: str, start: int, index: LineIndex) -> list[TagEvent]:
-    """All tag events in ``text[start:]`` outside code, in order."""
+    """All tag events in ``text[start:]`` outside code, in order (lines as ``index`` cuts them)."""
     events: list[TagEvent] = []
     fence: str | None = None
-    pos = start
+    starts = index.line_starts
     n = len(text)
-    while pos < n:
-        nl = text.find("\n", pos)
-        end = n if nl == -1 else nl
-        line = text[pos:end]
+    for i in range(max(bisect.bisect_right(starts, start) - 1, 0), len(starts)):
+        pos = max(starts[i], start)
+        if pos >= n:
+            break
+        line = strip_break(text[pos : starts[i + 1] if i + 1 < len(starts) else n])
         m = FENCE.match(line)
         if fence is not None:
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end():].strip():
@@ -95,32 +107,41 @@ def scan_tags(text: str, start: int, index: LineIndex) -> list[TagEvent]:
                 else:
                     cid = t.group(1) if t.group(1) is not None else t.group(2)
                     events.append(TagEvent("open", span, cid))
-        pos = end + 1
     return events
+
+
+# Chunks do not nest (the CtxFST spec); a chunk opened inside another is an error. Pairing keeps
+# the top-level chunks and the ones directly inside them (so the error can be shown), and only
+# counts tags nested deeper, so 10,000 nested tags cost as little as 10,000 sibling ones.
+MAX_KEPT_DEPTH = 1
 
 
 def pair_tags(text: str, events: list[TagEvent], index: LineIndex) -> list[BodyChunk]:
     """Pair opens with closes like a stack; unclosed chunks run to the end of the text."""
     chunks: list[BodyChunk] = []
-    stack: list[tuple[TagEvent, BodyChunk]] = []
+    stack: list[BodyChunk] = []
+    deeper = 0  # open tags nested below MAX_KEPT_DEPTH still waiting for their close
     for ev in events:
         if ev.kind == "open":
+            if len(stack) > MAX_KEPT_DEPTH:
+                deeper += 1
+                continue
             chunk = BodyChunk(
                 id=ev.chunk_id or "",
                 open=ev.span,
                 close=None,
                 content_span=ev.span,
-                raw_content="",
-                parent=stack[-1][1].id if stack else None,
+                source=text,
+                parent=stack[-1].id if stack else None,
             )
             chunks.append(chunk)
-            stack.append((ev, chunk))
+            stack.append(chunk)
+        elif deeper:
+            deeper -= 1
         elif stack:
-            _, chunk = stack.pop()
+            chunk = stack.pop()
             chunk.close = ev.span
             chunk.content_span = index.span(chunk.open.end, ev.span.start)
-            chunk.raw_content = text[chunk.open.end : ev.span.start]
-    for _, chunk in stack:
+    for chunk in stack:
         chunk.content_span = index.span(chunk.open.end, len(text))
-        chunk.raw_content = text[chunk.open.end :]
     return chunks

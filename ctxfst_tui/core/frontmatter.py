@@ -13,14 +13,185 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.events import AliasEvent, MappingEndEvent, MappingStartEvent, ScalarEvent, SequenceEndEvent, SequenceStartEvent
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from yaml.resolver import Resolver
 
-try:  # the C loader keeps marks too and is ~10x faster on big frontmatter
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - libyaml missing
-    _Loader = yaml.SafeLoader
+from .source import split_lines, strip_break
 
-FENCE_LINE = re.compile(r"^---[ \t]*\r?$")
-CLOSE_LINE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$")
+try:  # libyaml's parser keeps marks too and is much faster on big frontmatter
+    from yaml._yaml import CParser as _Parser
+except ImportError:  # pragma: no cover - libyaml missing
+    from yaml.parser import Parser as _Parser  # type: ignore[assignment]
+    from yaml.reader import Reader as _Reader
+    from yaml.scanner import Scanner as _Scanner
+else:
+    _Reader = _Scanner = None  # type: ignore[assignment,misc]
+
+# Limits on what a frontmatter may ask of the loader. Real documents stay far below them; an
+# alias bomb ("billion laughs"), a 990-deep nesting or a type no JSON can hold is a finding.
+MAX_DEPTH = 100  # nested lists/mappings
+MAX_ALIAS_EXPANSION = 100_000  # values that aliases add to the document, all aliases together
+# The YAML types a frontmatter may hold: what JSON holds, plus dates (exported as ISO strings).
+_T = "tag:yaml.org,2002:"
+PLAIN_TAGS = frozenset(_T + t for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp", "merge"))
+
+class _Refused(yaml.MarkedYAMLError):
+    """A frontmatter the loader will not build: a limit or a type. ``rule`` is the finding's rule."""
+
+    def __init__(self, rule: str, problem: str, mark: Any):
+        super().__init__(None, None, problem, mark)
+        self.rule = rule
+
+
+def _tag_name(tag: str) -> str:
+    return "!!" + tag[len(_T):] if tag.startswith(_T) else tag
+
+
+class _LimitedComposer(Composer):
+    """PyYAML's composer, refusing what would make the document huge, deep or not JSON.
+
+    Counting happens while the node graph is built, before any Python object exists: an
+    alias adds the size of the value it names, so a "billion laughs" stops at the alias that
+    crosses ``MAX_ALIAS_EXPANSION`` after reading only its own few lines.
+    """
+
+    first_line = 1  # the file line of the YAML text's first line, for messages
+
+    def __init__(self) -> None:
+        Composer.__init__(self)
+        self._depth = 0
+        self._count = 0  # nodes composed so far, every alias counted as the value it names
+        self._by_alias = 0
+        self._sizes: dict[str, int] = {}  # anchor -> expanded size of its value, once complete
+
+    def _line(self, mark: Any) -> int:
+        return self.first_line + mark.line
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(AliasEvent):
+            event = self.peek_event()
+            anchor = event.anchor
+            if anchor in self.anchors and anchor not in self._sizes:
+                raise _Refused("yaml-alias-recursive", f"alias *{anchor} refers to the value that contains it (a recursive value)", event.start_mark)
+            size = self._sizes.get(anchor, 0)
+            self._count += size
+            self._by_alias += size
+            if self._by_alias > MAX_ALIAS_EXPANSION:
+                raise _Refused(
+                    "yaml-alias-expansion",
+                    f"alias *{anchor} makes the aliases expand to more than {MAX_ALIAS_EXPANSION:,} values "
+                    "(aliases of aliases, a 'billion laughs'); the frontmatter is not loaded",
+                    event.start_mark,
+                )
+            return Composer.compose_node(self, parent, index)
+        event = self.peek_event()
+        before = self._count
+        node = Composer.compose_node(self, parent, index)
+        if event.anchor is not None:
+            self._sizes[event.anchor] = self._count - before
+        return node
+
+    def _check_tag(self, tag: str, mark: Any) -> None:
+        if tag not in PLAIN_TAGS:
+            raise _Refused(
+                "yaml-type-unsupported",
+                f"YAML type {_tag_name(tag)} is not supported here: a frontmatter value must be a string, "
+                "number, boolean, null, date, list or mapping",
+                mark,
+            )
+
+    def compose_scalar_node(self, anchor: Any) -> Any:
+        node = Composer.compose_scalar_node(self, anchor)
+        self._count += 1
+        self._check_tag(node.tag, node.start_mark)
+        return node
+
+    def _enter(self) -> None:
+        self._count += 1
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise _Refused("yaml-too-deep", f"lists and mappings are nested more than {MAX_DEPTH} levels deep", self.peek_event().start_mark)
+
+    def compose_sequence_node(self, anchor: Any) -> Any:
+        self._enter()
+        node = Composer.compose_sequence_node(self, anchor)
+        self._depth -= 1
+        self._check_tag(node.tag, node.start_mark)
+        return node
+
+    def compose_mapping_node(self, anchor: Any) -> Any:
+        self._enter()
+        node = Composer.compose_mapping_node(self, anchor)
+        self._depth -= 1
+        self._check_tag(node.tag, node.start_mark)
+        seen: dict[str, Any] = {}
+        for key, _value in node.value:
+            if not isinstance(key, ScalarNode):
+                raise _Refused("yaml-key-not-scalar", "a mapping key must be a plain value, not a list or mapping", key.start_mark)
+            name = self._key_name(key)
+            if name in seen:
+                raise _Refused(
+                    "yaml-duplicate-key",
+                    f"duplicate key {name!r} at line {self._line(key.start_mark)} "
+                    f"(first at line {self._line(seen[name].start_mark)}); YAML keeps only one of them",
+                    key.start_mark,
+                )
+            seen[name] = key
+        return node
+
+    def _key_name(self, key: ScalarNode) -> str:
+        """The key as a JSON object key: ``1`` and ``"1"``, ``yes`` and ``true`` collide there."""
+        if key.tag == _T + "str":
+            return key.value
+        if key.tag == _T + "merge":
+            return "<<"
+        value = self.construct_object(key)  # type: ignore[attr-defined]
+        if isinstance(value, (_dt.date, _dt.datetime)):
+            return value.isoformat()
+        return str(value)
+
+
+class _JsonConstructor(SafeConstructor):
+    """SafeConstructor whose failures (a 30 February, a 5,000-digit integer) name the value's line."""
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return SafeConstructor.construct_object(self, node, deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, TypeError, OverflowError, ArithmeticError) as exc:
+            what = f"{node.value!r} " if isinstance(node, ScalarNode) else ""
+            raise _Refused("yaml-value-invalid", f"the value {what}is not a valid {_tag_name(node.tag)}: {exc}", node.start_mark) from None
+
+
+if _Reader is None:
+    class _Loader(_Parser, _LimitedComposer, _JsonConstructor, Resolver):  # type: ignore[misc,valid-type]
+        def __init__(self, stream: str) -> None:
+            _Parser.__init__(self, stream)
+            _LimitedComposer.__init__(self)
+            _JsonConstructor.__init__(self)
+            Resolver.__init__(self)
+
+        def get_single_node(self) -> Any:  # the composer's, not libyaml's (which has no limits)
+            return _LimitedComposer.get_single_node(self)
+else:  # pragma: no cover - libyaml missing
+    class _Loader(_Reader, _Scanner, _Parser, _LimitedComposer, _JsonConstructor, Resolver):  # type: ignore[misc,valid-type,no-redef]
+        def __init__(self, stream: str) -> None:
+            _Reader.__init__(self, stream)
+            _Scanner.__init__(self)
+            _Parser.__init__(self)
+            _LimitedComposer.__init__(self)
+            _JsonConstructor.__init__(self)
+            Resolver.__init__(self)
+
+_ScalarLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # reads back one rendered scalar
+
+
+FENCE_LINE = re.compile(r"---[ \t]*")
+CLOSE_LINE = re.compile(r"(?:---|\.\.\.)[ \t]*")
 
 
 class FrontmatterError(Exception):
@@ -83,10 +254,10 @@ def find_block(lines: list[str]) -> tuple[int, int] | None:
 
     Raises FrontmatterError when the opening fence has no closing fence (a truncated file).
     """
-    if not lines or not FENCE_LINE.match(lines[0]):
+    if not lines or not FENCE_LINE.fullmatch(strip_break(lines[0])):
         return None
     for i in range(1, len(lines)):
-        if CLOSE_LINE.match(lines[i]):
+        if CLOSE_LINE.fullmatch(strip_break(lines[i])):
             return 0, i
     raise FrontmatterError(
         "frontmatter-unclosed", "frontmatter opened by '---' at line 1 is never closed by a '---' line", 1, 1
@@ -132,17 +303,29 @@ def parse(text: str, lines: list[str], block: tuple[int, int]) -> Frontmatter:
     first = open_i + 2  # file line of the first YAML line
     yaml_text = "".join(lines[open_i + 1 : close_i])
     loader = _Loader(yaml_text)
+    loader.first_line = first
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
+    except _Refused as exc:
+        mark = exc.problem_mark
+        raise FrontmatterError(exc.rule, str(exc.problem), first + mark.line, mark.column + 1) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = first + mark.line if mark else first
         col = mark.column + 1 if mark else 0
         what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
         raise FrontmatterError("yaml-syntax", f"YAML does not parse: {what} (YAML line {line}, column {col})", line, col) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow; libyaml gives a byte offset
+        before = yaml_text.encode("utf-8")[: exc.position].decode("utf-8", "ignore") if _Reader is None else yaml_text[: exc.position]
+        where = split_lines(before + "x")
+        line, col = first + len(where) - 1, len(where[-1])
+        char = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+        raise FrontmatterError("yaml-syntax", f"YAML does not parse: {exc.reason} ({char} at line {line}, column {col})", line, col) from None
     except yaml.YAMLError as exc:
         raise FrontmatterError("yaml-syntax", f"YAML does not parse: {exc}", first) from None
+    except RecursionError:  # pragma: no cover - MAX_DEPTH stops nesting long before
+        raise FrontmatterError("yaml-too-deep", f"lists and mappings are nested more than {MAX_DEPTH} levels deep", first) from None
     finally:
         loader.dispose()
     fm = Frontmatter(data=data, open_line=open_i + 1, close_line=close_i + 1)
@@ -177,6 +360,13 @@ def parse(text: str, lines: list[str], block: tuple[int, int]) -> Frontmatter:
 # ---------------------------------------------------------------- rendering edits
 
 _PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_./][A-Za-z0-9_ ./:@()+-]*$")
+# Characters a quoted scalar must escape: line breaks (YAML folds a raw one) and what YAML
+# does not allow in a stream at all. json.dumps escapes those below U+0020 already.
+_MUST_ESCAPE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+
+
+def _double_quoted(s: str) -> str:
+    return _MUST_ESCAPE.sub(lambda m: "\\u%04x" % ord(m.group()), json.dumps(s, ensure_ascii=False))
 
 
 def render_scalar(value: Any, quote: str | None = None) -> str:
@@ -185,20 +375,24 @@ def render_scalar(value: Any, quote: str | None = None) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and value != value:
+        return ".nan"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return ".inf" if value > 0 else "-.inf"
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, (_dt.date, _dt.datetime)):
         return value.isoformat()
     s = str(value)
-    if quote == "'" and "\n" not in s:
+    if quote == "'" and not _MUST_ESCAPE.search(s):
         return "'" + s.replace("'", "''") + "'"
     if quote != '"' and _PLAIN_SAFE.match(s) and not s.endswith(":") and ": " not in s and " #" not in s:
         try:
-            if yaml.load(s, Loader=_Loader) == s:
+            if yaml.load(s, Loader=_ScalarLoader) == s:
                 return s
         except yaml.YAMLError:
             pass
-    return json.dumps(s, ensure_ascii=False)
+    return _double_quoted(s)
 
 
 def _is_scalar(v: Any) -> bool:

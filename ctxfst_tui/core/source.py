@@ -6,9 +6,51 @@ UI can jump to the exact place and the writer can replace exactly the right line
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 
 BOM = "\ufeff"
+
+# What ends a line: exactly what YAML 1.1 (PyYAML and libyaml, whose marks the frontmatter
+# line map is built from) calls a line break. Not Python's str.splitlines, which also breaks
+# on \v, \f and \x1c-\x1e; not a bare "\n", which misses CR-only files and NEL/LS/PS.
+LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+_RARE_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
+
+
+def _break_ends(text: str) -> list[int]:
+    """Offsets just past every line break of ``text``, in order."""
+    if not any(c in text for c in _RARE_BREAKS):  # the common case, 5x faster than the regex
+        out, pos = [], text.find("\n")
+        while pos != -1:
+            out.append(pos + 1)
+            pos = text.find("\n", pos + 1)
+        return out
+    return [m.end() for m in LINE_BREAK.finditer(text)]
+
+
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """``text`` cut into lines at YAML's line breaks (like str.splitlines: no empty last line)."""
+    out, prev = [], 0
+    for end in _break_ends(text):
+        out.append(text[prev:end] if keepends else strip_break(text[prev:end]))
+        prev = end
+    if prev < len(text):
+        out.append(text[prev:])
+    return out
+
+
+def strip_break(line: str) -> str:
+    """``line`` without the one line break that ends it, if any."""
+    if line.endswith("\r\n"):
+        return line[:-2]
+    if line and line[-1] in "\n\r\x85\u2028\u2029":
+        return line[:-1]
+    return line
+
+
+def ends_with_break(text: str) -> bool:
+    return bool(text) and text[-1] in "\n\r\x85\u2028\u2029"
 
 
 class DecodeProblem(Exception):
@@ -49,9 +91,12 @@ def decode(raw: bytes) -> tuple[str, bool]:
 
 
 def detect_newline(text: str) -> str:
-    """The file's dominant line ending, kept on write-back."""
+    """The file's dominant line ending (LF, CRLF or a lone CR), kept on write-back."""
     crlf = text.count("\r\n")
     lf = text.count("\n") - crlf
+    cr = text.count("\r") - crlf
+    if cr > lf and cr > crlf:
+        return "\r"
     return "\r\n" if crlf > lf else "\n"
 
 
@@ -70,15 +115,15 @@ class Span:
 
 
 class LineIndex:
-    """Maps char offsets of a text to (line, column) and to byte offsets in the encoded file."""
+    """Maps char offsets of a text to (line, column) and to byte offsets in the encoded file.
+
+    Lines end at YAML's line breaks (``LINE_BREAK``), so a line number here is the line
+    number PyYAML's marks give, in the frontmatter and in the body alike.
+    """
 
     def __init__(self, text: str, byte_offset: int = 0):
         self.text = text
-        self.line_starts = [0]
-        pos = text.find("\n")
-        while pos != -1:
-            self.line_starts.append(pos + 1)
-            pos = text.find("\n", pos + 1)
+        self.line_starts = [0] + _break_ends(text)
         self._byte_offset = byte_offset  # e.g. 3 for a BOM
         self._line_byte_starts: list[int] | None = None
 
@@ -119,4 +164,4 @@ class LineIndex:
     def line_text(self, line: int) -> str:
         start = self.offset_of_line(line)
         end = self.offset_of_line(line + 1)
-        return self.text[start:end].rstrip("\r\n")
+        return strip_break(self.text[start:end])

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .chunk_tags import MAX_KEPT_DEPTH
 from .document import Document, Entry
 from .findings import Finding
 
@@ -224,8 +225,19 @@ class _Validator:
     def body(self, fm_chunks: dict[str, Entry]) -> None:
         seen: dict[str, int] = {}
         stack: list[tuple[str, int]] = []
+        deep: list[tuple[str, int, int]] = []  # the first tag nested below MAX_KEPT_DEPTH
+        deep_count = 0
         for ev in self.doc.tag_events:
             line, col = ev.span.line, ev.span.column
+            if ev.kind == "open" and len(stack) > MAX_KEPT_DEPTH:
+                # Deeper nesting is one error, not one per tag: 10,000 nested tags stay cheap.
+                cid = ev.chunk_id or ""
+                seen.setdefault(cid, line)
+                if not deep:
+                    deep.append((cid, line, col))
+                deep_count += 1
+                stack.append((cid, line))
+                continue
             if ev.kind == "open":
                 cid = ev.chunk_id or ""
                 if fm_chunks and cid not in fm_chunks:
@@ -243,7 +255,15 @@ class _Validator:
                 stack.pop()
             else:
                 self.add("error", "tag-stray-close", "Closing </Chunk> without matching opening tag", line, col)
-        for cid, line in stack:
+        if deep:
+            cid, line, col = deep[0]
+            self.add(
+                "error", "tag-nested",
+                f"Chunk '{cid}' is nested {MAX_KEPT_DEPTH + 1} levels deep; it and {deep_count - 1} more chunk tag(s) "
+                "nested as deep or deeper are not checked further (chunks do not nest)",
+                line, col, chunk_id=cid, count=deep_count,
+            )
+        for cid, line in stack[: MAX_KEPT_DEPTH + 1]:
             self.add("error", "tag-unclosed", f"Unclosed chunk '{cid}' (no </Chunk> before the end of the file)", line, 1, chunk_id=cid)
         for cid, entry in fm_chunks.items():
             if cid not in seen:
