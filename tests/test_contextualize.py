@@ -413,6 +413,7 @@ def real_backend(tmp_path_factory):
     return trusted(CachedBackend(llama, cache))  # its self-test first: a native crash fails the test, not the run
 
 
+@pytest.mark.timeout(900)  # the default 300 s was reached on two cores shared at load 7 (measured)
 def test_real_model_contextualizes_a_small_document(real_backend, tmp_path):
     doc = _doc(tmp_path)
     opts = ContextualizeOptions(max_tokens=100)
