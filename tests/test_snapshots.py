@@ -6,8 +6,11 @@ under ``tests/__snapshots__/test_snapshots/`` before committing it.
 
 What keeps them deterministic:
 
-- the documents are written by this file into ``tmp_path / "docs"`` (the tree's root is named after
-  the folder, so the folder's name is fixed); the novel is the repository's own sample story;
+- the documents are written by this file into a ``docs`` folder (the tree's root is named after
+  the folder, so the folder's name is fixed) whose absolute path has the same length on every
+  machine (:func:`fixed_length_home`): a finding that names a document by its absolute path is
+  cut off on screen, but its length still sizes a horizontal scrollbar; the novel is the
+  repository's own sample story;
 - the header's sub-title (the folder's absolute path) is set to :data:`SUB_TITLE` after the last
   step; everything else names documents relative to the folder;
 - a default :class:`Config` with a fixed (non-existent) path and a fresh :class:`State`: the
@@ -15,13 +18,19 @@ What keeps them deterministic:
   state dirs at temp folders); no disk watcher; a model factory that refuses, so nothing loads a model;
 - the summary store of the novel is made by the core with a deterministic fake model *before*
   the app starts;
-- every step waits until no worker is left and the messages they posted are handled, and the
+- nothing waits a fixed time: before the first step, after each one and before the picture, the
+  app is waited for until it shows the state the picture is of (:func:`until_ready`): the folder scan
+  finished (the tree holds every document this file wrote, each with its status), the workspace
+  analysed at its current version, no worker left and every message handled; a step's own
+  :func:`check` waits (bounded) for what it is about. A loaded machine only makes them slower;
+- notifications stay up until the picture (a slow run must not let them expire first), and the
   cursors of inputs and text areas do not blink.
 """
 from __future__ import annotations
 
 import hashlib
 import shutil
+import time
 from pathlib import Path
 from typing import Awaitable, Callable
 
@@ -34,7 +43,9 @@ from ctxfst_tui.config import Config, State
 from ctxfst_tui.core.llm.base import Completion
 from ctxfst_tui.core.summary.session import NovelSession
 from ctxfst_tui.ui.app import WorkbenchApp
+from ctxfst_tui.ui.screens.entity_edit import EntityEditScreen
 from ctxfst_tui.ui.screens.help import HelpScreen
+from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
 from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
 from ctxfst_tui.ui.widgets.diagnosis_pane import DiagnosisTree
 from ctxfst_tui.ui.widgets.document_tree import DocumentTree
@@ -46,6 +57,9 @@ WIDE = (150, 42)  # summary beside the findings
 SUB_TITLE = "~/docs"
 CONFIG_FILE = Path("~/.config/ctxfst-tui/config.toml")  # named by the help screen; never read
 STORY = SAMPLE_DOCS / "novels" / "the-keeper-of-gull-rock.txt"
+PATH_LENGTH = 240  # characters of every snapshot folder's absolute path (…/docs)
+STATE_WAIT = 60.0  # seconds a loaded machine may take to reach a state; a hang fails, bounded
+DOCUMENT_SUFFIXES = (".md", ".txt")  # what this file writes as documents (not the .summary.json)
 
 RUNBOOK = """\
 ---
@@ -184,11 +198,22 @@ BINARY = b"PK\x03\x04\x14\x00\x00\x00\x08\x00exported\x00slides\x00\xff\xfe"
 # ---------------------------------------------------------------- folders
 
 
+def fixed_length_home(tmp_path: Path) -> Path:
+    """A folder under ``tmp_path`` whose ``docs`` has an absolute path of :data:`PATH_LENGTH`
+    characters, whatever the user name, TMPDIR or pytest's run number."""
+    base = str(tmp_path.resolve())
+    pad = PATH_LENGTH - len(base) - len("/") - len("/docs")
+    assert 0 < pad <= 255, f"{base}: too long a temporary folder for a {PATH_LENGTH}-character path"
+    home = tmp_path / ("p" * pad)
+    home.mkdir()
+    return home
+
+
 def make_folder(tmp_path: Path, *, broken: bool = False, novel: bool = False) -> Path:
     """``docs/``: a valid runbook, two notes whose entities look alike, a plain Markdown note;
     ``broken``: a document whose YAML does not parse and a binary one; ``novel``: a manuscript
     (with a summary store) and a manuscript that is not text."""
-    folder = tmp_path / "docs"
+    folder = fixed_length_home(tmp_path) / "docs"
     (folder / "notes").mkdir(parents=True)
     (folder / "platform-runbook.ctxfst.md").write_text(RUNBOOK, encoding="utf-8")
     (folder / "frontend.md").write_text(FRONTEND, encoding="utf-8")
@@ -203,7 +228,7 @@ def make_folder(tmp_path: Path, *, broken: bool = False, novel: bool = False) ->
 
 
 def empty_folder(tmp_path: Path) -> Path:
-    folder = tmp_path / "docs"
+    folder = fixed_length_home(tmp_path) / "docs"
     folder.mkdir()
     return folder
 
@@ -266,25 +291,74 @@ def _no_model(settings):
 
 
 def make_app(folder: Path, theme: str | None = None) -> WorkbenchApp:
-    return WorkbenchApp(folder, backend_factory=_no_model, config=Config(CONFIG_FILE, theme=theme, watch=False),
-                        state=State(), watch_disk=False)
+    app = WorkbenchApp(folder, backend_factory=_no_model, config=Config(CONFIG_FILE, theme=theme, watch=False),
+                       state=State(), watch_disk=False)
+    notify = app.notify
+
+    def notify_until_the_picture(message, *, timeout=None, **kwargs):
+        """Notifications stay up until the picture: a slow run must not let them expire first."""
+        return notify(message, timeout=3600, **kwargs)
+
+    app.notify = notify_until_the_picture
+    return app
 
 
 Step = Callable[[Pilot], Awaitable[None]]
 
 
-async def settle(pilot: Pilot) -> None:
-    """Until no worker is left and the messages they posted (and the work those start) are handled."""
-    app = pilot.app
-    for _ in range(40):
-        await app.workers.wait_for_complete()
+def documents_written(folder: Path) -> set[Path]:
+    """The documents this file wrote into ``folder``: what the tree must list once the scan is done."""
+    return {p.resolve() for p in folder.rglob("*") if p.is_file() and p.suffix in DOCUMENT_SUFFIXES}
+
+
+def workbench_of(app: WorkbenchApp) -> WorkbenchScreen:
+    return next(s for s in app.screen_stack if isinstance(s, WorkbenchScreen))
+
+
+def _quiet(app: WorkbenchApp) -> bool:
+    """No worker left and no message waiting anywhere (app, screens, widgets)."""
+    if any(w.state.name in ("PENDING", "RUNNING") for w in app.workers):
+        return False
+    nodes = [app]
+    for screen in app.screen_stack:
+        nodes += [screen, *screen.walk_children(with_self=False)]
+    return all(node._message_queue.empty() for node in nodes)
+
+
+def why_not_ready(app: WorkbenchApp) -> str | None:
+    """What the workbench has not finished yet, or None when it shows a settled state."""
+    screen = workbench_of(app)
+    tree = screen.query_one(DocumentTree)
+    expected = documents_written(app.folder)
+    listed = {p.resolve() for p in tree.documents}
+    if listed != expected:
+        return f"the tree lists {len(listed)} of {len(expected)} documents"
+    missing = [p for p in tree.documents if tree.status(p) is None]
+    if missing:
+        return f"{len(missing)} documents without a status"
+    if not screen.session.ready:
+        return "the workspace is not loaded"
+    if screen._analysed_version != screen.session.version:
+        return f"the workspace is analysed at version {screen._analysed_version}, not {screen.session.version}"
+    if not _quiet(app):
+        return f"workers or messages pending: {[w.name for w in app.workers]}"
+    return None
+
+
+async def until_ready(pilot: Pilot) -> None:
+    """Until :func:`why_not_ready` says nothing twice in a row, a short pause apart (bounded)."""
+    deadline = time.monotonic() + STATE_WAIT
+    calm = 0
+    reason: str | None = "not checked"
+    while time.monotonic() < deadline:
         await pilot.pause()
-        await pilot.pause()
-        if not app.workers:
-            await pilot.pause()
-            if not app.workers:
-                return
-    raise AssertionError(f"workers still running: {list(app.workers)}")
+        reason = why_not_ready(pilot.app)
+        calm = calm + 1 if reason is None else 0
+        if calm >= 2:
+            return
+        if reason is not None:
+            await pilot.pause(0.02)
+    raise AssertionError(f"the workbench did not settle in {STATE_WAIT:.0f} s: {reason}")
 
 
 def open_doc(relative: str) -> Step:
@@ -300,7 +374,7 @@ def open_doc(relative: str) -> Step:
         assert target in order, f"{relative} is not in the tree"
         moves = order.index(target) - tree.cursor_line
         await pilot.press(*(["down" if moves > 0 else "up"] * abs(moves)), "enter")
-        await settle(pilot)
+        await until_ready(pilot)
         assert app.screen.current == target
 
     return step
@@ -313,22 +387,16 @@ def press(*keys: str) -> Step:
     return step
 
 
-def wait(seconds: float) -> Step:
-    async def step(pilot: Pilot) -> None:
-        await pilot.pause(seconds)
-
-    return step
-
-
 def check(predicate: Callable[[WorkbenchApp], bool], what: str) -> Step:
-    """Fail (rather than snapshot a half-made screen) unless ``predicate(app)`` holds."""
+    """Wait (bounded) until ``predicate(app)`` holds; fail rather than snapshot a half-made screen."""
 
     async def step(pilot: Pilot) -> None:
-        for _ in range(100):
+        deadline = time.monotonic() + STATE_WAIT
+        while time.monotonic() < deadline:
             if predicate(pilot.app):
                 return
             await pilot.pause(0.05)
-        raise AssertionError(f"not on screen: {what}")
+        raise AssertionError(f"not on screen after {STATE_WAIT:.0f} s: {what}")
 
     return step
 
@@ -338,16 +406,16 @@ def prepare(*steps: Step) -> Callable[[Pilot], Awaitable[None]]:
 
     async def run_before(pilot: Pilot) -> None:
         app = pilot.app
-        await settle(pilot)
+        await until_ready(pilot)
         for step in steps:
             await step(pilot)
-            await settle(pilot)
+            await until_ready(pilot)
         for widget in app.screen.query(Input):
             widget.cursor_blink = False
         for widget in app.screen.query(TextArea):
             widget.cursor_blink = False
         app.sub_title = SUB_TITLE  # the folder's absolute path would differ on every run
-        await settle(pilot)
+        await until_ready(pilot)
 
     return run_before
 
@@ -418,7 +486,8 @@ def test_chunks_plain_note_rechunked(snap_compare, tmp_path):
         snap_compare, folder,
         open_doc("notes/meeting.md"),
         press("2", "s", "6", "4", "enter"),  # a 64-token budget: typed, then back to the chunk map
-        wait(0.5),  # the 0.3 s debounce, then the chunker's worker (settled after each step)
+        # the 0.3 s debounce, then the chunker's worker (waited for after the check)
+        check(lambda app: app.screen.budget is not None and app.screen.budget.size == 64, "the 64-token budget applied"),
         check(lambda app: len(app.screen.query_one(ChunkMap).spans) > 3, "the note in more than 3 chunks"),
     )
 
@@ -453,7 +522,9 @@ def test_entities_edit_refused(snap_compare, tmp_path):
     assert shot(
         snap_compare, folder,
         press("3"), to_js,
-        press("e"), wait(0.1),  # the edit form, the name field focused
+        press("e"),
+        check(lambda app: isinstance(app.screen, EntityEditScreen) and app.focused is app.screen.query_one("#entity-name"),
+              "the edit form, the name field focused"),
         press("shift+tab", *"entity:javascript", "enter"),  # the id field: an id that exists
         check(lambda app: any(n.title == "Not edited" for n in app._notifications), "the refusal"),
     )
