@@ -38,13 +38,17 @@ def _docs(path: str) -> list:
     return [Document.load(f) for f in files]
 
 
-def _write_output(path: str, text: str) -> None:
-    from .core.document import write_atomic
+def _write_output(path: str | Path, text: str | bytes, *, exclusive: bool = False) -> None:
+    """Write an output file through ``core.safe_write`` (never onto a pipe or device, never over a
+    read-only file; ``exclusive``: only if no file has that name, even one created a moment ago)."""
+    from .core.safe_write import ABSENT, write_file
 
+    data = text.encode("utf-8") if isinstance(text, str) else text
     try:
-        write_atomic(Path(path), text.encode("utf-8"))
+        write_file(Path(path), data, expected=ABSENT if exclusive else None)
     except OSError as exc:
-        raise CliError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        exists = getattr(exc, "kind", "") == "exists"
+        raise CliError(f"{path}: cannot write: {exc.strerror or exc}", 1 if exists else 2) from None
 
 
 def _read_json(path: str) -> Any:
@@ -201,10 +205,11 @@ def cmd_graph(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(f"{args.extra_edges or args.input}: {exc}", 1) from None
     if args.format == "graphml":
-        try:
-            graph.write_graphml(out, args.output)
-        except OSError as exc:
-            raise CliError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
+        import io
+
+        buffer = io.BytesIO()
+        graph.write_graphml(out, buffer)  # built in memory, then written like every other output
+        _write_output(args.output, buffer.getvalue())
     else:
         _write_output(args.output, json.dumps(out, ensure_ascii=False, indent=2) + "\n")
     print(f"wrote {args.output}", file=sys.stderr)
@@ -275,7 +280,6 @@ def cmd_chunk(args: argparse.Namespace) -> int:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from .core.convert import ConvertError, convert_checked, default_target
-    from .core.document import write_atomic
 
     source = Path(args.path)
     target = Path(args.output) if args.output else default_target(source)
@@ -287,10 +291,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
         out = convert_checked(text, chunks, target, title_hint=source.stem)
     except ConvertError as exc:
         raise CliError(f"{args.path}: {exc}", 1) from None
-    try:
-        write_atomic(target, out.encode("utf-8"))
-    except OSError as exc:
-        raise CliError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    # Without --force the target is created exclusively: a file that appeared after the check
+    # above is never replaced.
+    _write_output(target, out, exclusive=not args.force)
     n = out.count("<Chunk id=")
     print(f"wrote {target}: {n} chunk(s); fill in each chunk's context and the entities next", file=sys.stderr)
     return 0
@@ -443,7 +446,10 @@ def cmd_entities_extract(args: argparse.Namespace) -> int:
     if args.write:
         apply_proposals(doc, props)
         if doc.dirty:
-            doc.save()
+            try:
+                doc.save()
+            except OSError as exc:
+                raise CliError(f"{args.path}: cannot save: {exc.strerror or exc}") from None
             print(f"wrote {args.path}", file=sys.stderr)
     elif not args.json:
         print("nothing written (add --write to apply these proposals)", file=sys.stderr)

@@ -15,7 +15,6 @@ import difflib
 import json
 import os
 import re
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,19 +53,13 @@ def state_path() -> Path:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` through a temp file in the same folder and ``os.replace``: a crash or a full
-    disk leaves the old file whole, never half of the new one."""
+    """Write ``text`` safely (``core.safe_write``: temp file + rename, so a crash or a full disk
+    leaves the old file whole; a symlinked config is written through; a new file gets 0644
+    under umask 022)."""
+    from .core.safe_write import write_file
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file(path, text.encode("utf-8"))
 
 
 # ---------------------------------------------------------------- config.toml

@@ -11,7 +11,6 @@ import datetime as _dt
 import difflib
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -384,41 +383,30 @@ class Document:
         self._reindex()
 
     # ------------------------------------------------------------ saving
-    def save(self, path: str | os.PathLike | None = None) -> bool:
-        """Write atomically (temp file + rename). Returns False when nothing changed and nothing was written."""
+    def save(self, path: str | os.PathLike | None = None, *, force: bool = False) -> bool:
+        """Write through ``safe_write`` (temp file + rename, links followed, owner and mode kept).
+        Returns False when nothing changed and nothing was written. Saving to its own path, the
+        file must still hold ``raw`` (the bytes read): else ``WriteError`` "changed on disk since
+        it was read" and nothing is written. ``force``: write over a read-only file."""
+        from .safe_write import write_file
+
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("no path to save to")
         data = self.encoded()
-        if target == self.path and data == self.raw and target.exists():
+        own = target == self.path
+        if own and data == self.raw and target.exists():
             return False
-        write_atomic(target, data)
+        write_file(target, data, expected=self.raw if own else None, force=force)
         self.raw = data
         self._saved_text = self.text
         self.path = target
         return True
 
 
-def write_atomic(target: Path, data: bytes) -> None:
-    """Write bytes via a temp file in the same folder and ``os.replace``, keeping the file's mode."""
-    target = Path(target)
-    mode = None
-    try:
-        mode = target.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        pass
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(target.parent or "."))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+def write_atomic(target: Path, data: bytes, *, expected=None, force: bool = False) -> None:
+    """Write bytes safely (``safe_write.write_file``; ``expected``: the bytes read, to refuse a
+    lost update): the name the CLI, previews and the workbench's save use."""
+    from .safe_write import write_file
+
+    write_file(target, data, expected=expected, force=force)

@@ -335,13 +335,22 @@ class Workspace:
     def dirty(self) -> list[Document]:
         return [d for d in self.docs if d.readable and d.dirty]
 
-    def save(self) -> list[Path]:
-        """Save every changed document atomically; returns the paths written."""
-        written = []
-        for doc in self.dirty:
-            if doc.path is not None and doc.save():
-                written.append(doc.path)
-        return written
+    def save(self, force: bool = False) -> list[Path]:
+        """Save every changed document, all or nothing; returns the paths written.
+
+        ``safe_write.write_files`` writes and syncs every temp file first, then renames them
+        all. A file changed on disk since it was read (its bytes differ from ``Document.raw``),
+        a read-only file (unless ``force``), a non-regular file or a full disk stops the whole
+        save before anything is replaced: ``WriteError`` names each file and what happened to it.
+        """
+        from .safe_write import WritePlan, write_files
+
+        snapshots = [(d, d.text, d.encoded()) for d in self.dirty if d.path is not None]
+        todo = [(d, data) for d, _text, data in snapshots if not (data == d.raw and d.path.exists())]
+        write_files([WritePlan(d.path, data, expected=d.raw, force=force) for d, data in todo])
+        for d, text, data in snapshots:
+            d.mark_saved(text, data)
+        return [d.path for d, _data in todo]
 
 
 def _same_file(a: Path, b: Path) -> bool:

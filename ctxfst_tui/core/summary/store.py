@@ -14,7 +14,6 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -91,22 +90,14 @@ def store_document(ms: Manuscript, *, model: dict[str, Any] | None = None, param
 
 
 def save_store(path: str | os.PathLike, document: dict[str, Any]) -> Path:
-    """Write ``document`` atomically (a temporary file renamed over the old one)."""
+    """Write ``document`` safely (``core.safe_write``: temp file + rename; a new store gets the
+    mode the umask gives, a replaced one keeps its mode and owner)."""
+    from ..safe_write import write_file
+
     p = Path(path)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".summary-", suffix=".tmp", dir=str(p.parent))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(document, fh, ensure_ascii=False, indent=1)
-                fh.write("\n")
-            os.replace(tmp, p)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_file(p, (json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
     except OSError as exc:
         raise StoreError(f"{p}: cannot write the summary store: {exc.strerror or exc}") from None
     return p
