@@ -171,9 +171,10 @@ class _Refusal(Exception):
         self.plan, self.detail, self.kind = plan, detail, kind
 
 
-def _io(plan: WritePlan, exc: OSError, what: str = "") -> _Refusal:
+def _io(plan: WritePlan, exc: OSError, what: str = "", tail: str = "; not written") -> _Refusal:
+    """An OS error as a refusal: "No space left on device; not written"."""
     reason = exc.strerror or str(exc)
-    return _Refusal(plan, (what + ": " if what else "") + reason, "io")
+    return _Refusal(plan, (what + ": " if what else "") + reason + tail, "io")
 
 
 def _outcomes(plans: list[WritePlan], failed: _Refusal, done: Iterable[WritePlan] = ()) -> list[Outcome]:
@@ -181,8 +182,7 @@ def _outcomes(plans: list[WritePlan], failed: _Refusal, done: Iterable[WritePlan
     out = []
     for plan in plans:
         if plan is failed.plan:
-            detail = failed.detail + ("" if "not " in failed.detail or "in part" in failed.detail else "; not written")
-            out.append(Outcome(plan.path, "error", detail, failed.kind))
+            out.append(Outcome(plan.path, "error", failed.detail, failed.kind))
         elif id(plan) in done_ids:
             out.append(Outcome(plan.path, "written"))
         else:
@@ -330,7 +330,7 @@ def _write_temp(prep: _Prepared) -> Path:
         except OSError as exc:
             raise _io(plan, exc) from None
     else:  # pragma: no cover - 100 collisions of 32 random bits
-        raise _Refusal(plan, "cannot create a temp file", "io")
+        raise _Refusal(plan, "cannot create a temp file; not written", "io")
     try:
         try:
             if st is not None:
@@ -433,10 +433,10 @@ def _write_in_place(prep: _Prepared) -> None:
                 _pwrite_all(fd, prep.old)
                 os.ftruncate(fd, len(prep.old))
                 os.fsync(fd)
-                raise _io(plan, exc, "not written, the old content was put back") from None
+                raise _io(plan, exc, tail="; not written (the old content was put back)") from None
             except OSError:
                 kept, prep.tmp = prep.tmp, None  # keep the temp copy: the only whole copy of the new text
-                raise _io(plan, exc, f"written only in part (the whole new text is in {kept})") from None
+                raise _io(plan, exc, tail=f"; written only in part (the whole new text is in {kept})") from None
     finally:
         os.close(fd)
 
