@@ -22,6 +22,8 @@ from typing import Any, Iterable, Mapping
 
 import platformdirs
 
+from .core.files import regular_file, safe_resolve
+
 APP_NAME = "ctxfst-tui"
 CONFIG_ENV = "CTXFST_TUI_CONFIG_DIR"
 STATE_ENV = "CTXFST_TUI_STATE_DIR"
@@ -299,7 +301,7 @@ class State:
 
     @staticmethod
     def _key(folder: Path | str) -> str:
-        return str(Path(folder).expanduser().resolve())
+        return str(safe_resolve(Path(folder).expanduser()))
 
     def folder_state(self, folder: Path | str) -> FolderState:
         return self.folders.get(self._key(folder)) or FolderState()
@@ -311,8 +313,8 @@ class State:
         if not rel:
             return None
         base = Path(self._key(folder))
-        resolved = (base / rel).resolve()
-        return Path(folder) / rel if resolved.is_relative_to(base) and resolved.is_file() else None
+        resolved = safe_resolve(base / rel)  # a symlink loop resolves to itself and is no file
+        return Path(folder) / rel if resolved.is_relative_to(base) and regular_file(resolved) is None else None
 
     def remember(self, folder: Path | str, document: Path | str | None = None, tab: str | None = None,
                  layout: Mapping[str, Any] | None = None) -> None:
@@ -324,7 +326,7 @@ class State:
         key = self._key(folder)
         rel = None
         if document is not None:
-            doc = Path(document).expanduser().resolve()
+            doc = safe_resolve(Path(document).expanduser())
             rel = doc.relative_to(key).as_posix() if doc.is_relative_to(key) else None
         self.folders.pop(key, None)
         self.folders[key] = FolderState(rel, tab, dict(layout or {}))

@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 
 from .document import Document
 from .validate import NEGATION, VALID_ENTITY_TYPES
+from .files import same_file
 from .workspace import iter_documents
 
 REF_FIELDS = ("preconditions", "postconditions", "state_refs")  # lists of (optionally negated) entity ids
@@ -354,10 +355,7 @@ class Workspace:
 
 
 def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return False
+    return same_file(a, b)  # never raises: a symlink loop is compared as its path
 
 
 def _append_entry(doc: Document, section: str, value: dict) -> None:
@@ -530,7 +528,7 @@ def merge_entities(ws: Workspace, into: str, merged: list[str], dry_run: bool = 
     merged_set = set(merged)
 
     def edit(doc: Document) -> None:
-        declared_merged = [e.index for e in doc.entities if e.id in merged_set]
+        declared_merged = [e.index for e in doc.entities if isinstance(e.id, str) and e.id in merged_set]
         _rewrite_refs(doc, mapping)
         declares_target = False
         for e in doc.entities:

@@ -35,7 +35,9 @@ def beside_path(manuscript: str | os.PathLike) -> Path:
 
 
 def fallback_path(manuscript: str | os.PathLike) -> Path:
-    p = Path(manuscript).resolve()
+    from ..files import safe_resolve
+
+    p = safe_resolve(manuscript)
     digest = hashlib.sha256(str(p).encode("utf-8")).hexdigest()[:12]
     return Path(platformdirs.user_cache_dir("ctxfst-tui")) / "summaries" / f"{p.stem}-{digest}.summary.json"
 
@@ -56,11 +58,15 @@ def store_path(manuscript: str | os.PathLike, explicit: str | os.PathLike | None
 
 def load_store(path: str | os.PathLike) -> dict[str, Any] | None:
     """The stored document, or None when there is none (a damaged file raises :class:`StoreError`)."""
+    from ..files import NotRegularFile, read_regular_text
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+        text = read_regular_text(p)
+    except NotRegularFile as exc:
+        if exc.reason == "no such file":
+            return None
+        raise StoreError(f"{p}: {exc.reason}, not a summary store") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise StoreError(f"{p}: cannot read the summary store: {exc}") from None
     try:
