@@ -88,7 +88,9 @@ async def test_an_edit_is_journaled_within_a_second_and_a_new_app_offers_it_back
         entries = {e.path.name: e for e in pending(folder)}
         delay = max(e.timestamp for e in entries.values()) - edits[0]
         print(f"journaled {delay:.2f} s after the edit")
-        assert 0 < delay < 1.5
+        # Written right after the edit's handler (measured 0.3-1.0 s on a 2-core machine at load 7);
+        # the bound leaves room for a loaded CI machine.
+        assert 0 < delay < 2.0
         assert entries["frontend.md"].data == app.session.document(folder / "frontend.md").encoded()
     # The app ended with unsaved edits (as a crash would): the journal is kept, the files untouched.
     assert on_disk(folder) == original

@@ -1,9 +1,10 @@
 """Keeping the journal of unsaved edits in step with the session, and offering it back at start.
 
-The App owns one ``JournalKeeper``. Every change of the session (``Session.version``) starts a
-short timer (if none is running); when it fires, the dirty documents are snapshot on the UI
-thread (bytes) and a thread worker writes them to the journal, so an edit is on disk within
-about ``DELAY`` seconds plus one small write. Journaling starts only once the folder's old
+The App owns one ``JournalKeeper``. A change of the session (``Session.version``) is journaled
+at once (right after the handler that made it): the dirty documents are snapshot on the UI
+thread (bytes) and a thread worker writes them. Further changes within ``DELAY`` seconds are
+gathered into one more write when that time is up, so a burst of edits costs two writes and the
+last edit is on disk at most ``DELAY`` seconds plus one small write after it was made. Journaling starts only once the folder's old
 journal, if any, has been offered back (recovered or discarded): until then it is left alone.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from .screens.workbench import WorkbenchScreen
     from .session import Session
 
-DELAY = 0.5  # seconds from the first edit to its snapshot
+DELAY = 0.5  # seconds: changes within this time of a journal write are gathered into the next
 
 
 class JournalKeeper:
@@ -34,22 +35,32 @@ class JournalKeeper:
         self.journal = Journal(session.root)
         self.ready = False  # journaling runs once the old journal has been offered back
         self.offered = False
-        self._timer: "Timer | None" = None
+        self._timer: "Timer | None" = None  # running: a write went out less than DELAY ago
+        self._more = False  # changes since that write
         self._seq = 0
         self._error: str | None = None  # the last write failure shown (shown once, until it changes)
         session.listeners.append(self.changed)
 
     # ------------------------------------------------------------ journaling
     def changed(self) -> None:
-        """The workspace changed (or was saved): journal the dirty documents shortly."""
-        if self.ready and self._timer is None:
-            self._timer = self.app.set_timer(DELAY, self.flush, name="journal")
+        """The workspace changed (or was saved): journal the dirty documents now, or, right
+        after another write, once ``DELAY`` is up."""
+        if not self.ready:
+            return
+        if self._timer is not None:
+            self._more = True
+            return
+        self._timer = self.app.set_timer(DELAY, self._pause_over, name="journal")
+        self.app.call_later(self.flush)  # after the handler making the edit has finished it
+
+    def _pause_over(self) -> None:
+        self._timer = None
+        if self._more:
+            self._more = False
+            self.changed()
 
     def flush(self) -> None:
         """Snapshot the dirty documents now (UI thread) and write them in a worker."""
-        if self._timer is not None:
-            self._timer.stop()
-            self._timer = None
         ws = self.session.workspace
         if not self.ready or ws is None:
             return

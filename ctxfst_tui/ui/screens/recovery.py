@@ -45,13 +45,13 @@ class RecoveryScreen(ModalScreen[bool]):
     RecoveryScreen > #dialog {
         width: 90%;
         max-width: 120;
-        height: 90%;
+        height: 95%;
         padding: 0 1;
         border: thick $warning;
         background: $surface;
     }
     RecoveryScreen #recovery-title { margin-bottom: 1; }
-    RecoveryScreen #recovery-conflict { margin-bottom: 1; color: $text-warning; }
+    RecoveryScreen #recovery-conflict { color: $text-warning; }
     RecoveryScreen #recovery-scroll {
         height: 1fr;
         border: round $foreground 25%;
@@ -65,6 +65,10 @@ class RecoveryScreen(ModalScreen[bool]):
     BINDINGS = [
         Binding("y", "answer(True)", "Recover", id="recovery.yes"),
         Binding("n", "answer(False)", "Discard", id="recovery.no"),
+        Binding("up", "scroll(-1)", "Scroll up", show=False),
+        Binding("down", "scroll(1)", "Scroll down", show=False),
+        Binding("pageup", "scroll(-10)", "Page up", show=False),
+        Binding("pagedown", "scroll(10)", "Page down", show=False),
     ]
 
     def __init__(self, items: list[RecoveryItem]) -> None:
@@ -78,10 +82,19 @@ class RecoveryScreen(ModalScreen[bool]):
     def title_text(self) -> str:
         n = len(self.items)
         names = ", ".join(f"[b]{i.label}[/]" for i in self.items[:4]) + (" …" if n > 4 else "")
-        return (f"[b]Unsaved edits from the last session[/] (it ended without saving): "
-                f"{n} document{'s' if n != 1 else ''}: {names}\n"
-                "[b]y[/]/Enter recovers them as unsaved edits (● in the tree; u undoes; ctrl+s saves); "
-                "[b]n[/] discards them.")
+        them = "them" if n != 1 else "it"
+        return (f"[b]Unsaved edits found[/]: the last session on this folder ended before they were saved "
+                f"(a crash, a kill or a closed terminal). {n} document{'s' if n != 1 else ''}: {names}\n"
+                f"[b]y[/]/Enter recovers {them} as unsaved edits (● in the tree; u undoes; ctrl+s saves); "
+                f"[b]n[/] discards {them}. ↑/↓ scroll the diff.")
+
+    def conflict_text(self) -> str:
+        conflicts = self.conflicts
+        names = ", ".join(f"[b]{i.label}[/]" for i in conflicts)
+        one = len(conflicts) == 1
+        return (f"[b]⚠ {len(conflicts)} conflict{'' if one else 's'}[/]: {names} changed on disk after these edits were "
+                "made. Recovering holds your version as unsaved edits and writes nothing. In the diff, [b]-[/] lines "
+                "are what the file holds now: saving your version afterwards would replace them.")
 
     def body(self) -> Content:
         parts: list[Content] = []
@@ -97,11 +110,8 @@ class RecoveryScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(self.title_text(), id="recovery-title")
-            if conflicts := self.conflicts:
-                names = ", ".join(i.label for i in conflicts)
-                yield Static(f"{len(conflicts)} conflict{'s' if len(conflicts) != 1 else ''} ({names}): the file "
-                             "changed on disk after these edits. Recovering keeps your text as unsaved edits and "
-                             "writes nothing; the diff below is from the disk to your edits.", id="recovery-conflict")
+            if self.conflicts:
+                yield Static(self.conflict_text(), id="recovery-conflict")
             with VerticalScroll(id="recovery-scroll"):
                 yield Static(self.body(), id="recovery-body")
             with Horizontal(id="buttons"):
@@ -114,6 +124,9 @@ class RecoveryScreen(ModalScreen[bool]):
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
+
+    def action_scroll(self, lines: int) -> None:
+        self.query_one("#recovery-scroll", VerticalScroll).scroll_relative(y=lines, animate=False)
 
     def action_answer(self, value: bool) -> None:
         self.dismiss(value)

@@ -239,6 +239,7 @@ class WorkbenchScreen(Screen[None]):
         if self.current in replaced:
             self._open(self.current, reloaded=True)  # changed on disk while held without edits
         self._analyse()
+        self.workbench.journal.offer(self)  # the first time: unsaved edits a crash left behind
 
     @on(WorkspaceAnalysed)
     def _analysed(self, message: WorkspaceAnalysed) -> None:
@@ -334,7 +335,11 @@ class WorkbenchScreen(Screen[None]):
 
     @on(WorkspaceSaved)
     def _saved(self, message: WorkspaceSaved) -> None:
+        edited = self.workbench.save_finished(message)  # only documents still holding the written text are clean
         self._show_unsaved()
+        if edited:
+            self.notify(f"{', '.join(self.session.label(p) for p in edited)}: edited while saving; "
+                        "those edits are not saved yet (ctrl+s saves them).", severity="warning", timeout=6)
         if message.error:
             self.notify(message.error, title="Not saved", severity="error", timeout=8)
         elif message.written:
