@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from . import frontmatter as fmt
 from .chunk_tags import BodyChunk, TagEvent, pair_tags, scan_tags
 from .findings import Finding
-from .source import BOM, DecodeProblem, LineIndex, decode, detect_newline
+from .source import BOM, DecodeProblem, LineIndex, decode, detect_newline, ends_with_break, split_lines
 
 SECTIONS = ("entities", "chunks")
 TRAILING_COMMENT = re.compile(r"\s+#.*$")
@@ -78,14 +78,26 @@ class Document:
     # ------------------------------------------------------------ loading
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Document":
+        """The document in the file ``path``; never raises. A named pipe, socket, device, folder or
+        symlink loop is never opened: the document is empty and unreadable with a
+        ``file-not-regular`` finding naming what the path is ("a named pipe")."""
+        from .files import NotRegularFile, read_regular
+
         p = Path(path)
         try:
-            raw = p.read_bytes()
+            raw = read_regular(p)
+        except NotRegularFile as exc:
+            return cls._unreadable(p, "file-not-regular", f"{exc.reason}, not read")
         except OSError as exc:
-            doc = cls(b"", p)
-            doc.load_findings = [Finding("error", "file-unreadable", f"cannot read the file: {exc.strerror or exc}", 0, 0, str(p))]
-            return doc
+            return cls._unreadable(p, "file-unreadable", f"cannot read the file: {exc.strerror or exc}")
         return cls(raw, p)
+
+    @classmethod
+    def _unreadable(cls, path: Path, rule: str, message: str) -> "Document":
+        doc = cls(b"", path)
+        doc.readable = False  # nothing was read: never saved over, never edited
+        doc.load_findings = [Finding("error", rule, message, 0, 0, str(path))]
+        return doc
 
     @classmethod
     def from_text(cls, text: str, path: str | os.PathLike | None = None) -> "Document":
@@ -114,11 +126,12 @@ class Document:
     def _reindex(self) -> None:
         """Recompute everything derived from ``self.text``."""
         self.index = LineIndex(self.text, 3 if self.had_bom else 0)
-        self.lines = self.text.splitlines(keepends=True)
+        self.lines = split_lines(self.text, keepends=True)  # the same lines as the index and YAML's marks
         self.frontmatter = None
         self.frontmatter_error = None
         self.load_findings = [f for f in self.load_findings if f.rule.startswith("file-")]
         body_line = 1
+        block = None
         try:
             block = fmt.find_block(self.lines)
             if block is not None:
@@ -127,7 +140,7 @@ class Document:
         except fmt.FrontmatterError as exc:
             self.frontmatter_error = exc
             self.load_findings.append(self._finding("error", exc.rule, exc.message, exc.line, exc.column))
-            if exc.rule == "yaml-syntax" and block is not None:
+            if block is not None:  # the block is delimited: its body can still be read
                 body_line = block[1] + 2
             else:
                 body_line = len(self.lines) + 1
@@ -204,18 +217,33 @@ class Document:
     def encoded(self) -> bytes:
         return ((BOM if self.had_bom else "") + self.text).encode("utf-8")
 
+    def mark_saved(self, text: str, data: bytes) -> bool:
+        """Record that ``data`` (the encoding of ``text``) is now in the file, as a save made
+        elsewhere (a worker) reports. Only a document still holding ``text`` becomes clean:
+        an edit made while the bytes were written stays unsaved. Returns True when clean."""
+        self.raw = data
+        self._saved_text = text  # a later edit is dirty against what the file holds now
+        return self.text == text
+
     def _replace_lines(self, start: int, end: int, new_lines: list[str]) -> None:
         """Replace 1-based lines [start, end) with ``new_lines`` (no newlines), keeping line endings."""
         nl = self.newline
         chunk = "".join(line + nl for line in new_lines)
         a = self.index.offset_of_line(start)
         b = self.index.offset_of_line(end)
-        if b == len(self.text) and not self.text.endswith("\n") and chunk and end > start:
+        if b == len(self.text) and not ends_with_break(self.text) and chunk and end > start:
             chunk = chunk[: -len(nl)]  # the replaced last line had no newline
         self.text = self.text[:a] + chunk + self.text[b:]
         self._reindex()
 
+    def _require_editable(self) -> None:
+        """Refuse to edit a frontmatter that did not load (a duplicate key, an alias bomb...)."""
+        err = self.frontmatter_error
+        if err is not None:
+            raise ValueError(f"{self.label}:{err.line}: cannot edit the frontmatter: {err.message}")
+
     def _require_entry(self, section: str, index: int) -> fmt.EntryPos:
+        self._require_editable()
         pos = self.entry_pos(section, index)
         if pos is None or not isinstance(self.entries(section)[index].data, dict):
             raise ValueError(f"{self.label}: no {section} entry #{index + 1} to edit")
@@ -340,6 +368,7 @@ class Document:
                 self.set_field(section, index, key, value)
 
     def remove_entry(self, section: str, index: int) -> None:
+        self._require_editable()
         pos = self.entry_pos(section, index)
         if pos is None:
             raise ValueError(f"{self.label}: no {section} entry #{index + 1}")
@@ -359,6 +388,7 @@ class Document:
 
     def append_entry(self, section: str, value: dict) -> None:
         """Add an entry at the end of ``section``, creating the section if the frontmatter lacks it."""
+        self._require_editable()
         if self.frontmatter is None:
             raise ValueError(f"{self.label}: no frontmatter to add to")
         sec = self.section_pos(section)
