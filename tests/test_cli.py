@@ -1,7 +1,6 @@
 """The headless CLI: exit codes, JSON shapes, refusals, and no traceback on any input."""
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
