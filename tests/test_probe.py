@@ -437,3 +437,76 @@ async def test_the_workbench_shows_a_failed_self_test_as_one_notification(tmp_pa
         await settle(app, pilot)
         assert [m for _, m, s in seen if s == "error"] == [errors[0][1]] and len(p.runs) == 1
         assert app.is_running
+
+
+# ---------------------------------------------------------------- cancelling a running self-test
+
+
+def _wait_gone(*pids: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not any(alive(p) for p in pids)
+
+
+@needs_llama
+def test_a_cancel_event_kills_the_running_self_test_and_keeps_no_verdict(tmp_path, monkeypatch):
+    import threading
+
+    from ctxfst_tui.core.llm import Cancelled
+
+    p = Probe(tmp_path, monkeypatch, "hang")
+    b = backend(fake_gguf(tmp_path), tmp_path, probe_timeout=60)
+    cancel = threading.Event()
+    threading.Thread(target=lambda: (_wait_for_runs(p), cancel.set()), daemon=True).start()
+    t0 = time.monotonic()
+    with pytest.raises(Cancelled):
+        b.load(cancel=cancel)
+    took = time.monotonic() - t0
+    [(child, grandchild, _model)] = p.runs
+    assert took < 10  # the 60 s timeout was not waited for
+    assert _wait_gone(int(child), int(grandchild))  # the whole process group went
+    assert not b.loaded and b.verdict is None
+    assert probe._read_cache(probe.probe_cache_path()) == {}  # a cancelled test is no verdict
+
+
+def _wait_for_runs(p: Probe, within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while not p.runs and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+@needs_llama
+async def test_escape_cancels_a_job_while_its_self_test_runs(tmp_path, monkeypatch):
+    """A probe child that sleeps (60 s timeout): escape ends the job as cancelled within about a
+    second, the child and its own child are gone, and no verdict is kept (the next job probes again)."""
+    from test_app import SIZE, open_document, settle, started
+    from test_model_jobs import RUNBOOK, notifications, start_contextualize, wait_until
+
+    from ctxfst_tui.ui.app import WorkbenchApp
+    from ctxfst_tui.ui.jobs import ModelSettings
+
+    p = Probe(tmp_path, monkeypatch, "hang")
+    monkeypatch.setenv(probe.ENV_TIMEOUT, "60")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "runbook.md").write_text(RUNBOOK, encoding="utf-8")
+    app = WorkbenchApp(folder, model_settings=ModelSettings("gguf", model_path=str(fake_gguf(tmp_path)), n_ctx=256))
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await open_document(app, pilot, "runbook.md")
+        seen = notifications(app, monkeypatch)
+        await start_contextualize(app, pilot)
+        await wait_until(pilot, lambda: bool(p.runs), timeout=30)  # the self-test child is running
+        [(child, grandchild, _model)] = p.runs
+        assert alive(int(child)) and app.job is not None
+        await pilot.press("escape")
+        took = await wait_until(pilot, lambda: app.job is None, timeout=5)
+        await settle(app, pilot)
+        assert took < 2.0, took
+        assert _wait_gone(int(child), int(grandchild), within=1.0)
+        assert [t for t, _, s in seen if s == "error"] == []
+        assert [t for t, _, _ in seen if t == "Cancelled"] == ["Cancelled"], seen
+        assert not app.session.dirty_paths
+        assert probe._read_cache(probe.probe_cache_path()) == {}
+        assert app.is_running

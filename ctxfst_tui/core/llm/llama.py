@@ -121,10 +121,14 @@ class LlamaBackend:
             raise ModelNotFound(f"model path is not a file: {p}")
         return p
 
-    def load(self) -> float:
-        """Load the model now (normally done on first use); returns the load time in seconds."""
-        with self._lock:
-            self._ensure_loaded()
+    def load(self, cancel: threading.Event | None = None) -> float:
+        """Load the model now (normally done on first use); returns the load time in seconds.
+        A set ``cancel`` stops the wait for the lock and the self-test (:class:`Cancelled`)."""
+        self._acquire(cancel)
+        try:
+            self._ensure_loaded(cancel)
+        finally:
+            self._lock.release()
         return self.load_seconds or 0.0
 
     def _hashes(self) -> Any:
@@ -134,10 +138,11 @@ class LlamaBackend:
             return default_cache()
         return self._hash_cache
 
-    def self_test(self) -> Any:
+    def self_test(self, cancel: threading.Event | None = None) -> Any:
         """The model's self-test verdict (:mod:`.probe`): kept from an earlier run, or a one-token
         completion in a child process now. Raises :class:`ModelUnavailable` unless it passed, and
-        :class:`ModelNotFound` for a missing file or one that is not a GGUF. Loads nothing in-process."""
+        :class:`ModelNotFound` for a missing file or one that is not a GGUF, :class:`Cancelled` when
+        ``cancel`` is set while the child runs (it is killed; no verdict). Loads nothing in-process."""
         path = self.resolve_path()
         try:
             with open(path, "rb") as fh:
@@ -148,17 +153,17 @@ class LlamaBackend:
             raise ModelNotFound(f"{path} is not a GGUF model file (llama.cpp needs .gguf)")
         from . import probe
 
-        self.verdict = probe.self_test(path, timeout=self.probe_timeout, hash_cache=self._hashes())
+        self.verdict = probe.self_test(path, timeout=self.probe_timeout, hash_cache=self._hashes(), cancel=cancel)
         if not self.verdict.ok:
             raise ModelUnavailable(self.verdict.message)
         return self.verdict
 
-    def _ensure_loaded(self) -> Any:
+    def _ensure_loaded(self, cancel: threading.Event | None = None) -> Any:
         if self._llm is not None:
             return self._llm
         path = self.resolve_path()
         if self.verdict is None or not self.verdict.ok or Path(self.verdict.model) != path:
-            self.self_test()  # before llama_cpp is even imported: a failed test never runs native code here
+            self.self_test(cancel)  # before llama_cpp is even imported: a failed test never runs native code here
         try:
             import llama_cpp
         except ImportError as exc:  # pragma: no cover - a hard dependency
@@ -312,7 +317,7 @@ class LlamaBackend:
         check_cancel(cancel)
         self._acquire(cancel)
         try:
-            llm = self._ensure_loaded()
+            llm = self._ensure_loaded(cancel)
             t0 = time.perf_counter()
             tokens, extra_stops = self._prompt_tokens(llm, prompt)
             stops += [s for s in extra_stops if s not in stops]

@@ -42,7 +42,7 @@ from typing import Any, Sequence
 
 import platformdirs
 
-from .base import ModelError, ModelUnavailable
+from .base import Cancelled, ModelError, ModelUnavailable
 
 ENV_COMMAND = "CTXFST_TUI_PROBE_COMMAND"
 ENV_TIMEOUT = "CTXFST_TUI_PROBE_TIMEOUT"
@@ -55,7 +55,7 @@ _LIB_SUFFIXES = (".so", ".dylib", ".dll")
 
 __all__ = [
     "ModelUnavailable", "Verdict", "LlamaBuild", "llama_build", "cpu_flags", "probe_cache_path", "verdict_key",
-    "cached_verdict", "run_probe", "self_test", "ensure_trusted", "preflight", "forget", "system_info",
+    "cached_verdict", "describe", "run_probe", "self_test", "ensure_trusted", "preflight", "forget", "system_info",
 ]
 
 
@@ -226,6 +226,21 @@ class Verdict:
             return None
 
 
+def describe(verdict: Verdict | None) -> str:
+    """The verdict in a few words, for a settings screen: ``ok (kept 2026-12-01 22:54)``,
+    ``crashed (SIGSEGV)``, ``not run yet``…"""
+    if verdict is None:
+        return "not run yet"
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(verdict.checked))
+    if verdict.ok:
+        return f"ok ({'kept' if verdict.cached else 'tested'} {when})"
+    if verdict.outcome == "crashed":
+        return f"crashed ({verdict.signal or 'a signal'})"
+    if verdict.outcome == "hang":
+        return "hung (stopped at the time limit; not kept, tried again next time)"
+    return f"error: {verdict.message}"
+
+
 def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
@@ -271,32 +286,52 @@ def judge(model: Path, returncode: int | None, stdout: str, stderr: str, seconds
     return Verdict("ok", str(model), seconds=seconds, system_info=info)
 
 
-def _run(argv: Sequence[str], timeout: float) -> tuple[int | None, str, str, float]:
-    """Run ``argv`` in its own session; on timeout kill its whole process group. (returncode or None, out, err, s)."""
+POLL_SECONDS = 0.2  # how often a waiting parent looks at its cancel event
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def _run(argv: Sequence[str], timeout: float,
+         cancel: threading.Event | None = None) -> tuple[int | None, str, str, float]:
+    """Run ``argv`` in its own session; on timeout kill its whole process group. (returncode or None, out, err, s).
+    A set ``cancel`` kills the group too (within :data:`POLL_SECONDS`) and raises :class:`Cancelled`."""
     t0 = time.perf_counter()
+    deadline = time.monotonic() + timeout
     proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=(os.name == "posix"))
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        code: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
+    while True:
+        left = deadline - time.monotonic()
         try:
-            if os.name == "posix":
-                os.killpg(proc.pid, signal.SIGKILL)
-            else:  # pragma: no cover
-                proc.kill()
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
-        out, err = proc.communicate()
-        code = None
+            out, err = proc.communicate(timeout=max(0.0, min(POLL_SECONDS, left)) if cancel is not None else max(0.0, left))
+            code: int | None = proc.returncode
+            break
+        except subprocess.TimeoutExpired:
+            if cancel is not None and cancel.is_set():
+                _kill_group(proc)
+                proc.communicate()
+                raise Cancelled("cancelled during the model self-test") from None
+            if time.monotonic() >= deadline:
+                _kill_group(proc)
+                out, err = proc.communicate()
+                code = None
+                break
     return code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), time.perf_counter() - t0
 
 
-def run_probe(model: Path, *, timeout: float | None = None) -> Verdict:
-    """Run the self-test child on ``model`` now (no cache) and judge it."""
+def run_probe(model: Path, *, timeout: float | None = None, cancel: threading.Event | None = None) -> Verdict:
+    """Run the self-test child on ``model`` now (no cache) and judge it; :class:`Cancelled` (the child's
+    process group killed) when ``cancel`` is set meanwhile."""
     limit = probe_timeout(timeout)
     try:
-        code, out, err, seconds = _run(probe_command(Path(model)), limit)
+        code, out, err, seconds = _run(probe_command(Path(model)), limit, cancel)
     except OSError as exc:
         return Verdict("error", str(model), f"the model self-test could not start: {exc}: use --endpoint URL")
     return judge(Path(model), code, out, err, seconds, limit)
@@ -344,28 +379,36 @@ def cached_verdict(model: Path, *, hash_cache: Any = None) -> Verdict | None:
     return Verdict.from_json(_read_cache(probe_cache_path()).get(key))
 
 
-def self_test(model: Path, *, timeout: float | None = None, hash_cache: Any = None, refresh: bool = False) -> Verdict:
+def self_test(model: Path, *, timeout: float | None = None, hash_cache: Any = None, refresh: bool = False,
+              cancel: threading.Event | None = None) -> Verdict:
     """The verdict on ``model``: the kept one, or a new probe (kept unless it hung). Never raises for
-    a failed probe; :class:`ModelError` only when llama-cpp-python is not installed at all."""
+    a failed probe; :class:`ModelError` only when llama-cpp-python is not installed at all, and
+    :class:`Cancelled` when ``cancel`` is set before the verdict (nothing is kept then)."""
     model = Path(model)
-    with _lock:
+    while not _lock.acquire(timeout=POLL_SECONDS):  # another job's probe: still cancellable while waiting
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("cancelled while waiting for the model self-test")
+    try:
         key = verdict_key(model, hash_cache)
         path = probe_cache_path()
         if not refresh:
             kept = Verdict.from_json(_read_cache(path).get(key))
             if kept is not None:
                 return kept
-        verdict = run_probe(model, timeout=timeout)
+        verdict = run_probe(model, timeout=timeout, cancel=cancel)
         if verdict.outcome != "hang":
             verdicts = _read_cache(path)
             verdicts[key] = verdict.to_json()
             _write_cache(path, verdicts)
         return verdict
+    finally:
+        _lock.release()
 
 
-def ensure_trusted(model: Path, *, timeout: float | None = None, hash_cache: Any = None) -> Verdict:
+def ensure_trusted(model: Path, *, timeout: float | None = None, hash_cache: Any = None,
+                   cancel: threading.Event | None = None) -> Verdict:
     """:func:`self_test`, raising :class:`ModelUnavailable` (its one-line message) unless it passed."""
-    verdict = self_test(model, timeout=timeout, hash_cache=hash_cache)
+    verdict = self_test(model, timeout=timeout, hash_cache=hash_cache, cancel=cancel)
     if not verdict.ok:
         raise ModelUnavailable(verdict.message)
     return verdict
