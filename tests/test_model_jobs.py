@@ -7,6 +7,8 @@ The model is a fake backend handed to the App (``backend_factory``), never llama
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import sys
 import threading
 import time
 from pathlib import Path
@@ -464,3 +466,48 @@ async def test_progress_is_coalesced():
         reporter.token("word ")
         await asyncio.sleep(0)
     assert 3 <= len(posted) <= 7  # about ten a second, however fast the tokens come
+
+
+# ---------------------------------------------------------------- the self-test verdict on the settings screen
+
+PROBE_SCRIPTS = {
+    "ok": "import json; print(json.dumps({'ok': True, 'system_info': 'CPU : FAKE = 1'}))",
+    "crash": "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)",
+}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama_cpp is not installed")
+@pytest.mark.parametrize("kind", ["ok", "crash", "untested"])
+async def test_the_settings_screen_shows_the_chosen_ggufs_self_test_verdict(folder, tmp_path, monkeypatch, kind):
+    """The verdict kept by a real self-test (a real child: a script that answers, or one that dies of
+    SIGSEGV) of the chosen GGUF is shown on ctrl+o; a GGUF never tested says so."""
+    from ctxfst_tui.core.llm import probe
+
+    monkeypatch.setenv(probe.ENV_CACHE, str(tmp_path / "verdicts" / "probe.json"))
+    monkeypatch.setenv("CTXFST_TUI_COMPLETION_CACHE", str(tmp_path / "completions.sqlite"))
+    script = tmp_path / "probe_script.py"
+    script.write_text(PROBE_SCRIPTS.get(kind, PROBE_SCRIPTS["ok"]), encoding="utf-8")
+    monkeypatch.setenv(probe.ENV_COMMAND, f"{sys.executable} {script}")
+    model = tmp_path / "models" / "tiny.gguf"
+    model.parent.mkdir()
+    model.write_bytes(b"GGUF" + b"\0" * 64)
+    if kind != "untested":
+        from ctxfst_tui.core.llm.cache import default_cache
+
+        verdict = probe.self_test(model, hash_cache=default_cache())
+        assert verdict.outcome == ("ok" if kind == "ok" else "crashed")
+    wanted = {"ok": "ok (kept " + time.strftime("%Y-%m-%d %H:%M", time.localtime(verdict.checked)) + ")" if kind == "ok" else "",
+              "crash": "crashed (SIGSEGV)", "untested": "not run yet"}[kind]
+    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeBackend(),
+                       model_settings=ModelSettings("gguf", model_path=str(model)))
+    async with app.run_test(size=SIZE) as pilot:
+        await started(app, pilot)
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, ModelSettingsScreen)
+        text = lambda: modal.query_one("#current").render().plain  # noqa: E731
+        await wait_until(pilot, lambda: "looking" not in text(), timeout=20)
+        line = next(line for line in text().splitlines() if line.startswith("Self-test"))
+        assert line[15:].strip() == wanted, text()
+        await pilot.press("escape")

@@ -17,11 +17,14 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 
-from ..jobs import SOURCES, ModelSettings
+from textual.worker import Worker, WorkerState
+
+from ..jobs import SOURCES, ModelSettings, kept_self_test
 
 INFO_FIELDS = (
     ("backend", "Backend"), ("model", "Model"), ("endpoint", "Endpoint"), ("context_size", "Context"),
     ("threads", "Threads"), ("chat", "Chat template"), ("loaded", "Loaded"), ("load_seconds", "Load time"),
+    ("self_test", "Self-test"),
     ("concurrency", "In flight"), ("model_calls", "Model calls"), ("cache_hits", "Cache hits"),
     ("cache", "Cache"), ("problem", "Problem"),
 )
@@ -93,16 +96,19 @@ class ModelSettingsScreen(ModalScreen[ModelSettings | None]):
     def __init__(self, settings: ModelSettings, info: dict[str, Any], running: bool = False) -> None:
         super().__init__()
         self.settings = settings
-        self.info = info
+        self.info = dict(info)
         self.running = running
+        # the model's self-test verdict: the live one if the info has it, else the kept one (looked up in a worker)
+        self._look_up_verdict = settings.source != "endpoint" and not self.info.get("self_test") \
+            and self.info.get("backend") != "openai"
+        if self._look_up_verdict:
+            self.info["self_test"] = "looking…"
 
     def compose(self) -> ComposeResult:
         s = self.settings
         with VerticalScroll(id="dialog"):
             yield Static("Model settings", id="settings-title")
-            current = Static(Content("\n").join(
-                Content.assemble((f"{label:<15}", "$text-muted"), value) for label, value in info_lines(self.info)
-            ), id="current")
+            current = Static(self._current(), id="current")
             current.border_title = "Now"
             yield current
             with RadioSet(id="source"):
@@ -132,9 +138,26 @@ class ModelSettingsScreen(ModalScreen[ModelSettings | None]):
                 yield Button("Cancel", id="cancel")
                 yield Button("Use", id="use", variant="primary")
 
+    def _current(self) -> Content:
+        return Content("\n").join(
+            Content.assemble((f"{label:<15}", "$text-muted"), value) for label, value in info_lines(self.info))
+
     def on_mount(self) -> None:
         self._enable(self.settings.source)
         self.query_one(RadioSet).focus()
+        if self._look_up_verdict:  # hashing a big GGUF the first time takes a moment: never on the UI thread
+            settings = self.settings
+            self.run_worker(lambda: kept_self_test(settings), name="self-test verdict", group="model-settings",
+                            thread=True, exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "model-settings" or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR):
+            return
+        if event.state == WorkerState.SUCCESS:
+            self.info["self_test"] = event.worker.result
+        else:
+            self.info["self_test"] = f"unknown ({event.worker.error})"
+        self.query_one("#current", Static).update(self._current())
 
     @property
     def source(self) -> str:
