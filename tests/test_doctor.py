@@ -76,7 +76,7 @@ def test_doctor_json_without_probes_names_versions_paths_and_the_folder(folder, 
     assert facts["paths"]["completions"] == os.environ["CTXFST_TUI_COMPLETION_CACHE"]
     assert facts["folder"]["path"] == str(folder.resolve())
     assert facts["folder"]["index"] == {"path": str(folder / ".ctxfst-index"), "exists": True}
-    assert facts["models"]["configured"] == {"source": "bundled", "origin": "default (nothing configured)"}
+    assert facts["models"]["configured"] == {"source": "bundled", "origin": None}
     assert facts["models"]["bundled"]["self_test"]["outcome"] == "not run"  # --no-probe runs no self-test
     assert not Path(os.environ[probe.ENV_CACHE]).exists()
     if HAS_LLAMA:
@@ -147,7 +147,7 @@ def test_doctor_runs_the_real_self_test_of_the_bundled_model(folder, capsys):
     assert any(line.strip().startswith("built for: ") and "= 1" in line for line in lines)
     bundled = next(i for i, line in enumerate(lines) if line.startswith("  bundled "))
     assert lines[bundled + 1].strip().startswith("self-test: ok in "), lines[bundled + 1]
-    assert "  configured  the bundled model (from default (nothing configured))" in lines
+    assert "  configured  the bundled model (nothing configured)" in lines
     for section in ("models", "paths", f"folder {folder.resolve()}"):
         assert section in lines
     assert f"  index       {folder / '.ctxfst-index'} absent" in lines

@@ -127,7 +127,7 @@ def configured_facts(*, run: bool, refresh: bool) -> dict[str, Any]:
         state, _ = load_state()
         settings, origin = dict(state.model), f"{state_path()} (chosen in the workbench)"
     if not settings:
-        return {"source": "bundled", "origin": "default (nothing configured)"}
+        return {"source": "bundled", "origin": None}  # None: nothing configured, the bundled model by default
     source = settings.get("source") or ("gguf" if settings.get("model_path") else "endpoint" if settings.get("endpoint") else "bundled")
     facts: dict[str, Any] = {"source": source, "origin": origin,
                              **{k: v for k, v in settings.items() if k in ("n_ctx", "n_threads")}}
