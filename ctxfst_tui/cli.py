@@ -27,14 +27,37 @@ class CliError(Exception):
         self.status = status
 
 
-def _docs(path: str) -> list:
-    from .core.document import Document
-    from .core.workspace import iter_documents
+def _check_path(path: str) -> None:
+    """A one-line error when ``path`` is neither a folder nor a regular file (a pipe would hang)."""
+    from .core.files import regular_file
 
-    p = Path(path)
-    if not p.exists():
+    if os.path.isdir(path):
+        return
+    why = regular_file(path)
+    if why == "no such file":
         raise CliError(f"{path}: no such file or folder")
-    files = [p] if p.is_file() else iter_documents(p, (".md",))
+    if why is not None:
+        raise CliError(f"{path}: {why}, not read", 1)
+
+
+def _warn_skipped(skipped: list) -> None:
+    for s in skipped:
+        print(f"warning: {s.one_line()}", file=sys.stderr)
+
+
+def _docs(path: str, skipped: list | None = None) -> list:
+    """The documents of a file or folder; special files in a folder are named on stderr, skipped
+    (and added to ``skipped``)."""
+    from .core.document import Document
+    from .core.workspace import scan_documents
+
+    _check_path(path)
+    scan = scan_documents(path, (".md",)) if os.path.isdir(path) else None
+    files = scan.documents if scan is not None else [Path(path)]
+    if scan is not None:
+        _warn_skipped(scan.skipped)
+        if skipped is not None:
+            skipped.extend(scan.skipped)
     return [Document.load(f) for f in files]
 
 
@@ -52,12 +75,16 @@ def _write_output(path: str | Path, text: str | bytes, *, exclusive: bool = Fals
 
 
 def _read_json(path: str) -> Any:
+    from .core.files import NotRegularFile, read_regular_text
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CliError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"{path}: cannot read: {exc}") from None
+        text = read_regular_text(path)
+    except NotRegularFile as exc:
+        raise CliError(f"{path}: {exc.reason}" + ("" if exc.reason == "no such file" else ", not read")) from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: cannot read: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -69,7 +96,8 @@ def _read_json(path: str) -> Any:
 def cmd_validate(args: argparse.Namespace) -> int:
     from .core.validate import has_errors, report_json, validate
 
-    docs = _docs(args.path)
+    skipped: list = []
+    docs = _docs(args.path, skipped)
     reports = []
     any_errors = False
     errors = warnings = 0
@@ -88,7 +116,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(json.dumps(reports[0] if single else reports, ensure_ascii=False, indent=2))
     else:
         verdict = "invalid" if any_errors else "valid"
-        print(f"{len(docs)} file(s) checked: {errors} error(s), {warnings} warning(s) — {verdict}")
+        also = f" ({len(skipped)} special file(s) skipped)" if skipped else ""
+        print(f"{len(docs)} file(s) checked{also}: {errors} error(s), {warnings} warning(s) — {verdict}")
     return 1 if any_errors else 0
 
 
@@ -104,9 +133,28 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError(f"export refused: {f.one_line()}{more}", 1) from None
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    _write_output(args.output, dumps(result, args.format, args.pretty))
-    print(f"exported {len(result.chunks)} chunk(s) and {len(result.entities)} entit(y/ies) from {len(docs)} file(s) to {args.output}", file=sys.stderr)
+    _emit_output(args.output, dumps(result, args.format, args.pretty))
+    print(f"exported {len(result.chunks)} chunk(s) and {len(result.entities)} entit(y/ies) from {len(docs)} file(s) to {_output_name(args.output)}", file=sys.stderr)
     return 0
+
+
+def _output_name(path: str) -> str:
+    return "stdout" if str(path) == "-" else str(path)
+
+
+def _emit_output(path: str, data: str | bytes) -> None:
+    """export / profiles / graph output: a file written through ``_write_output`` (safe_write),
+    or stdout for ``-``. The bytes are the reference's either way (no trailing newline); only on
+    a terminal is a final newline added, so the shell prompt starts on its own line."""
+    if str(path) != "-":
+        _write_output(path, data)
+        return
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if sys.stdout.isatty() and not raw.endswith(b"\n"):
+        raw += b"\n"
+    sys.stdout.flush()
+    sys.stdout.buffer.write(raw)
+    sys.stdout.buffer.flush()
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -116,10 +164,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         return _apply_fixes(args)
     docs = _docs(args.path)
     reports = diagnose_workspace(docs, args.level)
+    # As the reference diagnose_chunks.py: exit 1 when any finding is an error, in both modes.
+    status = 1 if any(i.get("severity") == "error" for r in reports for i in r.get("issues", [])) else 0
     if args.json:
         single = len(reports) == 1 and Path(args.path).is_file()
         print(json.dumps(reports[0] if single else reports, ensure_ascii=False, indent=2, default=str))
-        return 0
+        return status
     total = 0
     for rep in reports:
         for issue in rep.get("issues", []):
@@ -137,7 +187,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
                 print(f"    fix: {describe_fix(issue['fix'])}")
     print(f"{len(reports)} file(s) diagnosed: {total} finding(s)")
-    return 0
+    return status
 
 
 def _apply_fixes(args: argparse.Namespace) -> int:
@@ -174,21 +224,28 @@ def _apply_fixes(args: argparse.Namespace) -> int:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    from .core.profiles import build_entity_profiles
+    from .core.profiles import build_entity_profiles, dumps
 
+    for option, value in (("--max-contexts", args.max_contexts), ("--top-keywords", args.top_keywords)):
+        if value < 1:  # exit 1 as the reference, before reading anything
+            raise CliError(f"{option} must be >= 1 (got {value})", 1)
     data = _read_json(args.input)
     try:
-        out = build_entity_profiles(data, args.input)
+        out = build_entity_profiles(data, args.input, max_contexts=args.max_contexts, top_keywords=args.top_keywords)
     except ValueError as exc:
         raise CliError(f"{args.input}: {exc}", 1) from None
-    _write_output(args.output, json.dumps(out, ensure_ascii=False, indent=2) + "\n")
-    print(f"wrote {args.output}", file=sys.stderr)
+    _emit_output(args.output, dumps(out))
+    print(f"wrote {_output_name(args.output)}", file=sys.stderr)
     return 0
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
     from .core import graph
 
+    if args.top_k is not None and args.top_k < 1:  # exit 1 as the reference, before reading anything
+        raise CliError(f"--top-k must be >= 1 (got {args.top_k})", 1)
+    if args.min_score is not None and not 0.0 <= args.min_score <= 1.0:
+        raise CliError(f"--min-score must be between 0.0 and 1.0 (got {args.min_score})", 1)
     data = _read_json(args.input)
     extra = _read_json(args.extra_edges) if args.extra_edges else None
     kwargs: dict[str, Any] = {
@@ -203,16 +260,18 @@ def cmd_graph(args: argparse.Namespace) -> int:
     try:
         out = graph.build_entity_graph(data, args.input, **kwargs)
     except ValueError as exc:
-        raise CliError(f"{args.extra_edges or args.input}: {exc}", 1) from None
+        # An unknown extra-edge relation is an error, as in the reference: exit 1, nothing written.
+        culprit = args.extra_edges if str(exc).startswith("extra-edges") else args.input
+        raise CliError(f"{culprit}: {exc}", 1) from None
     if args.format == "graphml":
         import io
 
         buffer = io.BytesIO()
         graph.write_graphml(out, buffer)  # built in memory, then written like every other output
-        _write_output(args.output, buffer.getvalue())
+        _emit_output(args.output, buffer.getvalue())
     else:
-        _write_output(args.output, json.dumps(out, ensure_ascii=False, indent=2) + "\n")
-    print(f"wrote {args.output}", file=sys.stderr)
+        _emit_output(args.output, graph.dumps(out))
+    print(f"wrote {_output_name(args.output)}", file=sys.stderr)
     return 0
 
 
@@ -236,12 +295,22 @@ def _chunk_options(args: argparse.Namespace):
         raise CliError(str(exc)) from None
 
 
+def _check_file(path: str) -> None:
+    """A one-line error unless ``path`` is a regular file: "no such file", "a named pipe, not read"…"""
+    from .core.files import regular_file
+
+    why = regular_file(path)
+    if why == "no such file":
+        raise CliError(f"{path}: no such file")
+    if why is not None:
+        raise CliError(f"{path}: {why}, not read", 1)
+
+
 def _read_text(path: str) -> str:
     """The decoded text of a file, or a one-line error naming the file and line."""
     from .core.document import Document
 
-    if not Path(path).is_file():
-        raise CliError(f"{path}: no such file")
+    _check_file(path)
     doc = Document.load(path)
     bad = [f for f in doc.load_findings if f.rule.startswith("file-")]
     if bad:
@@ -302,9 +371,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def _workspace(path: str):
     from .core.entities import Workspace
 
-    if not Path(path).exists():
-        raise CliError(f"{path}: no such file or folder")
-    return Workspace.load(path)
+    return Workspace(_docs(path), path)
 
 
 def cmd_entities_list(args: argparse.Namespace) -> int:
@@ -362,8 +429,7 @@ def _editable_document(path: str):
     """A CtxFST document to edit, or a one-line error when it cannot be edited safely."""
     from .core.document import Document
 
-    if not Path(path).is_file():
-        raise CliError(f"{path}: no such file")
+    _check_file(path)
     doc = Document.load(path)
     if doc.load_findings:
         raise CliError(doc.load_findings[0].one_line(), 1)
@@ -535,7 +601,7 @@ def format_doctor(facts: dict[str, Any]) -> str:
     row("bundled", f"{bundled.get('path') or '-'}{size}", 2)
     row("", f"self-test: {_doctor_verdict(bundled.get('self_test', {}))}", 2)
     source = configured.get("source", "bundled")
-    where = f" (from {configured['origin']})"
+    where = f" (from {configured['origin']})" if configured.get("origin") else " (nothing configured)"
     if source == "endpoint":
         row("configured", f"endpoint {configured.get('endpoint', '')} {configured.get('model', '')}".rstrip() + where, 2)
         row("", "self-test: not run: a served model runs in its own process", 2)
@@ -586,31 +652,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("export", help="write chunks.json for vector-database ingestion")
     e.add_argument("path", help="a document or a folder")
-    e.add_argument("--output", "-o", default="chunks.json")
+    e.add_argument("--output", "-o", default="chunks.json", help="output file ('-': stdout)")
     e.add_argument("--format", choices=("json", "jsonl"), default="json", help="jsonl: one chunk record a line")
     e.add_argument("--pretty", "-p", action="store_true", help="indent the JSON")
     e.set_defaults(func=cmd_export)
 
     d = sub.add_parser("diagnose", help="find quality problems (similar chunks, weak contexts, noisy entities…)")
     d.add_argument("path", help="a document or a folder (diagnosed as one workspace)")
-    d.add_argument("--level", choices=("diagnose", "suggest", "fix"), default="diagnose")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("--level", "-l", choices=("diagnose", "suggest", "fix"), default="diagnose")
+    d.add_argument("--json", "-j", action="store_true", help="print the reference's JSON report (exit 1 iff an error)")
     d.add_argument("--apply", action="store_true", help="apply the fixes of every error and warning, and save")
     d.add_argument("--dry-run", action="store_true", help="with --apply: print the diff, write nothing")
     d.set_defaults(func=cmd_diagnose)
 
     pr = sub.add_parser("profiles", help="entity profiles from chunks.json")
     pr.add_argument("input", help="chunks.json written by 'export'")
-    pr.add_argument("--output", "-o", default="entity-profiles.json")
+    pr.add_argument("--output", "-o", default="entity-profiles.json", help="output file ('-': stdout)")
+    pr.add_argument("--max-contexts", type=int, default=3, metavar="N", help="linked chunk contexts kept per entity (default: 3)")
+    pr.add_argument("--top-keywords", type=int, default=8, metavar="N", help="usage keywords kept per entity (default: 8)")
     pr.set_defaults(func=cmd_profiles)
 
     g = sub.add_parser("graph", help="entity graph from chunks.json or entity-profiles.json")
     g.add_argument("input")
-    g.add_argument("--output", "-o", default="entity-graph.json")
+    g.add_argument("--output", "-o", default="entity-graph.json", help="output file ('-': stdout)")
     g.add_argument("--mode", choices=("contextual", "metadata"), default="contextual")
     g.add_argument("--top-k", type=int, default=None, help="SIMILAR edges kept per entity")
     g.add_argument("--min-score", type=float, default=None, help="lowest cosine score for a SIMILAR edge")
-    g.add_argument("--extra-edges", default=None, help="JSON file of extra operational edges")
+    g.add_argument("--extra-edges", default=None, help="JSON array of extra operational edges; an unknown relation is an error")
     g.add_argument("--format", choices=("json", "graphml"), default="json")
     g.set_defaults(func=cmd_graph)
 
@@ -702,20 +770,23 @@ def _app_model_argv(args: argparse.Namespace) -> list[str]:
 
 
 def serve_command(args: argparse.Namespace) -> str:
-    """The shell command textual-serve runs for each browser session: this workbench, same Python."""
+    """The shell command textual-serve runs for each browser session: this workbench, same Python;
+    ``exec`` so the session's process is the app itself (the server can end it)."""
     folder = Path(args.folder)
     if not folder.is_dir():
         raise CliError(f"{folder}: no such folder")
-    return shlex.join([sys.executable, "-m", "ctxfst_tui", str(folder.resolve()), *_app_model_argv(args)])
+    return "exec " + shlex.join([sys.executable, "-m", "ctxfst_tui", str(folder.resolve()), *_app_model_argv(args)])
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Serve the workbench over HTTP: each browser tab gets its own app process (textual-serve)."""
+    """Serve the workbench over HTTP: each browser tab gets its own app process (textual-serve),
+    behind a per-run token and Host/Origin checks (ctxfst_tui/serve.py); the URL with the token is
+    printed once the server starts."""
     command = serve_command(args)
-    from textual_serve.server import Server
+    from .serve import GuardedServer
 
-    server = Server(command, host=args.host, port=args.port, title="CtxFST Workbench", public_url=args.public_url)
-    print(f"ctxfst-tui: serving {Path(args.folder).resolve()} at {server.public_url} (ctrl+c stops)", file=sys.stderr)
+    server = GuardedServer(command, host=args.host, port=args.port, title="CtxFST Workbench",
+                           public_url=args.public_url, folder=Path(args.folder).resolve())
     server.serve()
     return 0
 

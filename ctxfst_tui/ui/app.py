@@ -23,7 +23,7 @@ from textual.binding import Binding
 from textual.message_pump import MessagePump
 from textual.screen import Screen
 from textual.widgets import Input, TabbedContent
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerFailed, WorkerState, get_current_worker
 
 from ..config import Config, State, load_config, load_state, save_state, write_default_config
 from ..core.convert import ConvertError
@@ -31,7 +31,7 @@ from ..core.document import Document
 from ..core.entities import Workspace
 from ..core.preview import Budget, Previewer
 from ..core.watch import FolderWatcher
-from ..core.workspace import iter_documents
+from ..core.workspace import Skipped, scan_documents
 from .analysis import Analyser
 from .commands import WorkbenchCommands
 from .jobs import BackendFactory, Job, ModelService, ModelSettings, open_novel
@@ -53,12 +53,21 @@ from .screens.confirm import ConfirmScreen
 from .screens.help import HelpScreen, binding_catalogue
 from .screens.model_settings import ModelSettingsScreen
 from .screens.workbench import WorkbenchScreen
+from .journaling import JournalKeeper
+from .saving import PendingWrite, mark_saved, take, write
+from . import safety_net
+from .error_log import log_failure
 from .session import Session
 from .themes import DEFAULT_THEME, load_themes
 
 STYLES = Path(__file__).parent / "styles"
+FAILURE_STORM_COUNT = 20  # more failures than this within FAILURE_STORM_SECONDS: give up and exit
+FAILURE_STORM_SECONDS = 10.0
 STATUS_BATCH_SECONDS = 0.1  # how often validation results are handed to the tree
 WORKSPACE_SUFFIXES = (".md",)  # the documents held in memory and edited (as Workspace.load)
+
+
+safety_net.install()  # an exception in a handler is a notification (WorkbenchApp.survive_handler_error)
 
 
 def in_workspace(path: Path) -> bool:
@@ -129,7 +138,12 @@ class WorkbenchApp(App[None]):
         self.sub_title = str(self.folder.resolve())
         self.previewer = Previewer()  # lives as long as the app: warm token caches
         self.session = Session(self.folder)  # the in-memory workspace and its undo stack
+        self.journal = JournalKeeper(self, self.session)  # unsaved edits kept on disk against a crash
+        self._saving: list[PendingWrite] | None = None  # the save being written (one at a time)
+        self._save_again: MessagePump | None = None  # ctrl+s pressed during it: save again after
         self.analyser = Analyser()  # keeps per-document diagnosis between edits
+        self._skipped_reported: list[str] = []  # the special files last named (see _report_skipped)
+        self._failure_times: list[float] = []  # when handlers last failed (a storm ends the app)
         themes, self.theme_problems = load_themes()
         for theme in themes:
             self.register_theme(theme)
@@ -272,6 +286,7 @@ class WorkbenchApp(App[None]):
 
     def exit(self, *args: Any, **kwargs: Any) -> None:
         self.save_state()
+        self.journal.close()  # nothing unsaved: the journal goes; else it keeps the last edits
         if self.job is not None:  # a model call must not keep the process alive after the UI is gone
             self.job.cancel.set()
         super().exit(*args, **kwargs)
@@ -290,6 +305,7 @@ class WorkbenchApp(App[None]):
 
         def answered(yes: bool | None) -> None:
             if yes:
+                self.journal.discard()  # lost on purpose: not offered back next time
                 self.exit()
 
         self.push_screen(ConfirmScreen(question, yes="Quit without saving", focus_yes=False), answered)
@@ -300,7 +316,9 @@ class WorkbenchApp(App[None]):
         """List the documents of ``root``, read and validate each (statuses posted in timed
         batches), then hand the ``.md`` documents over as the workspace."""
         worker = get_current_worker()
-        paths = iter_documents(root)
+        scan = scan_documents(root)  # named pipes, sockets, symlink loops: skipped, never opened
+        paths = scan.documents
+        self.call_from_thread(self._report_skipped, scan.skipped)
         reply_to.post_message(DocumentsListed(root, paths))
         batch: dict[Path, DocumentStatus] = {}
         docs: list[Document] = []
@@ -405,19 +423,43 @@ class WorkbenchApp(App[None]):
         finally:
             reply_to.post_message(finished)
 
-    @work(thread=True, group="save", exclusive=False, exit_on_error=False, name="saving")
     def save_workspace(self, workspace: Workspace, reply_to: MessagePump) -> None:
-        """Write every document with unsaved changes (each atomically: temp file + rename)."""
-        if (watcher := self.watcher) is not None:  # our own writes are not news: tell the watcher first
-            for doc in workspace.dirty:
-                if doc.path is not None:
-                    watcher.remember(doc.path, doc.encoded())
-        try:
-            written = workspace.save()
-        except OSError as exc:
-            reply_to.post_message(WorkspaceSaved([], error=f"{exc.filename or ''}: {exc.strerror or exc}"))
+        """Save every document with unsaved changes: what is written is snapshot here, on the UI
+        thread; a worker writes those bytes; ``save_finished`` marks them saved. One save at a
+        time: asked again meanwhile, it saves once more when this one is done."""
+        if self._saving is not None:
+            self._save_again = reply_to
+            self.notify("Saving… the edits made since are saved right after.", timeout=2)
             return
-        reply_to.post_message(WorkspaceSaved(written))
+        items = take(workspace)
+        self._saving = items
+        self._write_documents(items, reply_to)
+
+    @work(thread=True, group="save", exclusive=False, exit_on_error=False, name="saving")
+    def _write_documents(self, items: list[PendingWrite], reply_to: MessagePump) -> None:
+        """Write the snapshot's bytes (all or nothing, ``ui.saving.write``); always answers with a
+        WorkspaceSaved, or no later save could start."""
+        written: list[Path] = []
+        error: str | None = None
+        try:
+            if (watcher := self.watcher) is not None:  # our own writes are not news: tell the watcher first
+                for item in items:
+                    watcher.remember(item.path, item.data)
+            written, error = write(items, self.session.label)
+        except Exception as exc:  # noqa: BLE001 - a save must always report back, or no save could follow
+            error = f"{type(exc).__name__}: {exc}"
+        reply_to.post_message(WorkspaceSaved(written, error=error))
+
+    def save_finished(self, message: WorkspaceSaved) -> list[Path]:
+        """On the UI thread, when a save's WorkspaceSaved arrives: mark saved the documents still
+        holding the text written. Returns those edited during the save (still unsaved)."""
+        items, self._saving = self._saving or [], None
+        edited = mark_saved(items, message.written)
+        self.journal.changed()  # saved documents leave the journal
+        again, self._save_again = self._save_again, None
+        if again is not None and self.session.dirty_paths and self.session.workspace is not None:
+            self.save_workspace(self.session.workspace, again)
+        return edited
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
@@ -428,9 +470,53 @@ class WorkbenchApp(App[None]):
         if event.state is WorkerState.ERROR:
             error = event.worker.error
             self.log.error(f"worker {event.worker.name!r} failed: {error!r}")
-            self.notify(
-                f"{type(error).__name__}: {error}",
-                title=f"Failed while {event.worker.name or 'working'}",
-                severity="error",
-                timeout=8,
-            )
+            self.report_failure(event.worker.name or "working", error, title=f"Failed while {event.worker.name or 'working'}")
+
+    # ------------------------------------------------------------ the safety net
+    def report_failure(self, what: str, error: BaseException, title: str | None = None) -> None:
+        """An unexpected exception: its traceback goes to the error log and a notification names
+        what failed and where the traceback is; the app goes on (unsaved edits stay in memory)."""
+        path = log_failure(what, error)
+        where = f"\nTraceback in {path}" if path is not None else ""
+        try:
+            self.notify(f"{type(error).__name__}: {error}{where}", title=title or f"Failed: {what}",
+                        severity="error", timeout=10, markup=False)
+        except Exception:  # noqa: BLE001 - the report must never be a second failure
+            pass
+
+    def survive_handler_error(self, error: Exception, what: str) -> bool:
+        """The safety net's question (see ``safety_net``): report ``error`` and go on? Yes, unless
+        the app is closing or failures come in a storm (then Textual's exit, the journal keeping
+        the edits). Under Pilot the first error is still kept for ``run_test`` to raise at the end,
+        so a test never passes over a failure it did not expect."""
+        if self._closing or not self.is_running:
+            return False
+        now = time.monotonic()
+        self._failure_times = [t for t in self._failure_times if now - t < FAILURE_STORM_SECONDS] + [now]
+        if len(self._failure_times) > FAILURE_STORM_COUNT:
+            log_failure(f"{what} (the {FAILURE_STORM_COUNT + 1}th failure in {FAILURE_STORM_SECONDS} s: giving up)", error)
+            return False
+        if self.is_headless and self._exception is None:
+            self._exception = error
+        self.report_failure(what, error)
+        return True
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Textual's last resort (timers, compose, callbacks): report and go on as a handler error
+        would; a worker's failure is reported by ``_worker_failed`` already."""
+        if isinstance(error, WorkerFailed) and self.is_running and not self._closing:
+            return
+        if not self.survive_handler_error(error, "the workbench"):
+            log_failure("the workbench (exiting)", error)
+            super()._handle_exception(error)
+
+    def _report_skipped(self, skipped: list[Skipped]) -> None:
+        """Name the special files the folder scan skipped (once per change of that set)."""
+        lines = [f"{s.path.name}: {s.reason}" for s in skipped]
+        if lines == self._skipped_reported:
+            return
+        self._skipped_reported = lines
+        if lines:
+            shown = "\n".join(lines[:6]) + (f"\n… and {len(lines) - 6} more" if len(lines) > 6 else "")
+            self.notify(f"{shown}\n(never opened: not regular files)", markup=False, severity="warning",
+                        title=f"{len(lines)} file{'s' if len(lines) != 1 else ''} skipped", timeout=10)
