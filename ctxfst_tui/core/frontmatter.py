@@ -163,7 +163,9 @@ class _JsonConstructor(SafeConstructor):
         except yaml.YAMLError:
             raise
         except (ValueError, TypeError, OverflowError, ArithmeticError) as exc:
-            what = f"{node.value!r} " if isinstance(node, ScalarNode) else ""
+            value = node.value if isinstance(node, ScalarNode) else None
+            what = "" if value is None else (f"{value!r} " if len(value) <= 40 else f"{value[:37]!r}... ")
+            exc = str(exc).split(";")[0]  # Python's advice on sys.set_int_max_str_digits is not the user's
             raise _Refused("yaml-value-invalid", f"the value {what}is not a valid {_tag_name(node.tag)}: {exc}", node.start_mark) from None
 
 
@@ -315,6 +317,8 @@ def parse(text: str, lines: list[str], block: tuple[int, int]) -> Frontmatter:
         line = first + mark.line if mark else first
         col = mark.column + 1 if mark else 0
         what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+        if "maximum nesting depth" in what:  # libyaml's own limit (1,000 flow levels) came first
+            raise FrontmatterError("yaml-too-deep", f"lists and mappings are nested more than {MAX_DEPTH} levels deep", line, col) from None
         raise FrontmatterError("yaml-syntax", f"YAML does not parse: {what} (YAML line {line}, column {col})", line, col) from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow; libyaml gives a byte offset
         before = yaml_text.encode("utf-8")[: exc.position].decode("utf-8", "ignore") if _Reader is None else yaml_text[: exc.position]
