@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,8 @@ from ctxfst_tui.core.entities import UndoStack, Workspace
 from ctxfst_tui.core.journal import (
     Journal,
     JournalEntry,
+    all_entries,
+    claim,
     clear,
     entry_file,
     journal_dir,
@@ -23,6 +29,7 @@ from ctxfst_tui.core.journal import (
     unsaved,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 DOC = '---\ntitle: "Notes"\nentities:\n  - id: entity:js\n    name: JS\n---\n\n<Chunk id="a:b">\nBody.\n</Chunk>\n'
 
 
@@ -56,11 +63,14 @@ def test_sync_writes_one_entry_per_dirty_document_and_pending_reads_them(folder)
     clean = Document.load(folder / "b.md")
     j = Journal(folder)
     assert j.sync(unsaved([a, clean]), 1)
-    files = sorted(journal_dir(folder).iterdir())
-    assert files == [entry_file(folder, folder / "a.md")]
+    assert j.session is not None and j.session.parent == journal_dir(folder)
+    files = sorted(j.session.iterdir())
+    assert files == [j.entry_file(folder / "a.md"), j.session / "lock"]
     saved = json.loads(files[0].read_text(encoding="utf-8"))
     assert saved["path"] == str((folder / "a.md").resolve())
     assert saved["base_sha256"] == sha256((folder / "a.md").read_bytes())
+    assert pending(folder) == []  # this journal's session is live (locked): nothing to offer
+    j.close(unsaved([a, clean]))  # the app ends with the edit unsaved: its session is now an ended one
     (entry,) = pending(folder)
     assert entry.path == (folder / "a.md").resolve()
     assert entry.data == a.encoded()
@@ -73,13 +83,14 @@ def test_sync_drops_entries_of_documents_no_longer_dirty_and_clears_when_none(fo
     a, b = edited(folder / "a.md"), edited(folder / "b.md")
     j = Journal(folder)
     j.sync(unsaved([a, b]), 1)
-    assert len(pending(folder)) == 2
+    assert len(j.entries()) == 2
     b.replace_text((folder / "b.md").read_text(encoding="utf-8"))  # undone back to the saved text
     j.sync(unsaved([a, b]), 2)
-    assert [e.path.name for e in pending(folder)] == ["a.md"]
+    assert [e.path.name for e in j.entries()] == ["a.md"]
     a.save()
     j.sync(unsaved([a, b]), 3)
-    assert pending(folder) == []
+    assert j.entries() == [] and all_entries(folder) == []
+    j.close([])
     assert not journal_dir(folder).exists()
 
 
@@ -89,7 +100,7 @@ def test_a_stale_snapshot_never_overwrites_a_newer_one(folder):
     older = edited(folder / "a.md", "Older")
     assert j.sync(unsaved([newer]), 5)
     assert not j.sync(unsaved([older]), 4)  # a worker that lost the race
-    assert b'"Newer"' in pending(folder)[0].data
+    assert b'"Newer"' in j.entries()[0].data
 
 
 def test_binary_safe_entry_round_trip(tmp_path):
@@ -100,7 +111,7 @@ def test_binary_safe_entry_round_trip(tmp_path):
 
 def test_conflict_when_the_file_changed_or_went_since(folder):
     a, b = edited(folder / "a.md"), edited(folder / "b.md")
-    Journal(folder).sync(unsaved([a, b]), 1)
+    Journal(folder).close(unsaved([a, b]))
     (folder / "a.md").write_text(DOC.replace("Body.", "Changed by another program."), encoding="utf-8")
     (folder / "b.md").unlink()
     entries = {e.path.name: e for e in pending(folder)}
@@ -122,22 +133,22 @@ def test_the_write_is_atomic_a_failed_write_keeps_the_previous_entry(folder, mon
     with pytest.raises(OSError):
         j.sync(unsaved([edited(folder / "a.md", "Second")]), 2)
     monkeypatch.setattr(journal_module.os, "replace", real_replace)
-    (entry,) = pending(folder)
+    (entry,) = j.entries()
     assert b'"First"' in entry.data
-    assert [p.name for p in journal_dir(folder).iterdir()] == [entry_file(folder, folder / "a.md").name]  # no temp left
+    assert sorted(p.name for p in j.session.iterdir()) == sorted([j.entry_file(folder / "a.md").name, "lock"])  # no temp
 
 
 def test_damaged_and_foreign_entries_are_skipped(folder):
     j = Journal(folder)
-    j.sync(unsaved([edited(folder / "a.md")]), 1)
-    d = journal_dir(folder)
+    j.close(unsaved([edited(folder / "a.md")]))
+    d = j_dir = journal_dir(folder)
     (d / "broken.json").write_bytes(b"{not json")
     (d / "other.json").write_text(json.dumps({"format": 99}), encoding="utf-8")
     outside = JournalEntry(Path("/etc/passwd"), b"x", "0" * 64, 0.0)
     (d / "outside.json").write_text(json.dumps(outside.to_json()), encoding="utf-8")
     assert [e.path.name for e in pending(folder)] == ["a.md"]
     clear(folder)
-    assert not d.exists()
+    assert not j_dir.exists()
 
 
 def test_close_clears_when_clean_and_keeps_the_last_edits_otherwise(folder):
@@ -147,12 +158,14 @@ def test_close_clears_when_clean_and_keeps_the_last_edits_otherwise(folder):
     assert b'"Latest"' in pending(folder)[0].data
     assert not j.sync(unsaved([]), 99)  # closed: nothing written after
     assert pending(folder)
-    Journal(folder).close([])
+    Journal(folder).close([])  # another app ending clean leaves the ended session alone
+    assert pending(folder)
+    clear(folder)
     assert pending(folder) == []
 
 
 def test_recover_restores_the_text_as_one_undoable_edit(folder):
-    Journal(folder).sync(unsaved([edited(folder / "a.md"), edited(folder / "b.md")]), 1)
+    Journal(folder).close(unsaved([edited(folder / "a.md"), edited(folder / "b.md")]))
     (folder / "b.md").unlink()
     ws = Workspace.load(folder)
     stack = UndoStack()
@@ -175,3 +188,85 @@ def test_mark_saved_keeps_an_edit_made_after_the_snapshot_dirty(folder):
     assert doc.dirty and doc.raw == data
     doc.replace_text(text)  # undone back to what was written: clean
     assert not doc.dirty
+
+
+# ---------------------------------------------------------------- sessions: one per running app
+
+CHILD = r"""
+import sys, time
+from pathlib import Path
+from ctxfst_tui.core.document import Document
+from ctxfst_tui.core.journal import Journal, unsaved
+folder, title = Path(sys.argv[1]), sys.argv[2]
+doc = Document.load(folder / "a.md")
+doc.replace_text(doc.text.replace('title: "Notes"', f'title: "{title}"'))
+journal = Journal(folder)
+journal.sync(unsaved([doc]), 1)
+print(journal.session, flush=True)
+time.sleep(120)
+"""
+
+
+def journaling_child(folder: Path, title: str) -> tuple[subprocess.Popen, Path]:
+    """A real process that journals an edit of a.md through the API and then waits (holding its lock)."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(folder), title], stdout=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, text=True)
+    line = proc.stdout.readline().strip()
+    assert line, f"the child ended: {proc.wait(10)}"
+    return proc, Path(line)
+
+
+def kill_9(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(10) == -signal.SIGKILL
+
+
+def test_a_running_process_s_entries_are_not_pending_until_it_is_killed(folder):
+    proc, session = journaling_child(folder, "Child")
+    try:
+        assert session.parent == journal_dir(folder) and (session / "lock").is_file()
+        assert [e.path.name for e in all_entries(folder)] == ["a.md"]  # on disk within the child's session
+        assert pending(folder) == []  # but the child runs: its lock is held
+        ours = Journal(folder)  # a second app on the same folder journals into its own session
+        ours.sync(unsaved([edited(folder / "b.md", "Ours")]), 1)
+        assert ours.session != session and pending(folder) == []
+        assert claim(folder).entries == [] and session.is_dir()  # nothing claimed, nothing removed
+    finally:
+        kill_9(proc)
+    (entry,) = pending(folder)  # the kernel dropped the lock with the process
+    assert entry.path.name == "a.md" and b'"Child"' in entry.data and entry.older == 0
+    assert [e.path.name for e in all_entries(folder)] == ["a.md", "b.md"]
+    c = claim(folder)  # an app offering it holds the dead session's lock: no other app offers it too
+    assert [e.path.name for e in c.entries] == ["a.md"] and pending(folder) == []
+    c.remove()  # recovered or discarded: the dead session's folder goes
+    assert not session.exists() and pending(folder) == []
+    assert [e.path.name for e in ours.entries()] == ["b.md"]  # the live session is untouched
+    ours.close([])
+    assert not journal_dir(folder).exists()
+
+
+def test_two_dead_sessions_with_the_same_document_offer_the_newest(folder):
+    first, s1 = journaling_child(folder, "First")
+    kill_9(first)
+    time.sleep(0.05)
+    second, s2 = journaling_child(folder, "Second")
+    kill_9(second)
+    legacy = JournalEntry((folder / "a.md").resolve(), b"oldest", sha256((folder / "a.md").read_bytes()), 1.0)
+    entry_file(folder, folder / "a.md").write_text(json.dumps(legacy.to_json()), encoding="utf-8")  # the flat layout
+    (entry,) = pending(folder)
+    assert b'"Second"' in entry.data and entry.older == 2
+    c = claim(folder)
+    assert len(c.sessions) == 3
+    c.remove()
+    assert not s1.exists() and not s2.exists() and not journal_dir(folder).exists()
+
+
+def test_an_ended_session_without_entries_is_removed(folder):
+    j = Journal(folder)
+    j.sync(unsaved([edited(folder / "a.md")]), 1)
+    j.sync(unsaved([]), 2)  # undone: the session stays (locked) but holds nothing
+    session = j.session
+    assert session.is_dir() and j.entries() == []
+    os.close(j._fd)  # as if the process died here
+    j._fd = None
+    assert pending(folder) == [] and not session.exists()

@@ -19,7 +19,7 @@ import pytest
 
 from ctxfst_tui.core import safe_write
 from ctxfst_tui.core.entities import add_alias
-from ctxfst_tui.core.journal import journal_dir, pending
+from ctxfst_tui.core.journal import all_entries, journal_dir, pending
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.confirm import ConfirmScreen
 from ctxfst_tui.ui.screens.recovery import RecoveryScreen
@@ -58,10 +58,10 @@ async def merge_js(app: WorkbenchApp, pilot) -> None:
 
 
 async def journaled(folder: Path, pilot, count: int, timeout: float = 5.0) -> float:
-    """Wait until the journal holds ``count`` entries; returns the seconds it took."""
+    """Wait until the journal holds ``count`` entries (the running app's included); returns the seconds it took."""
     start = time.monotonic()
-    while len(pending(folder)) != count:
-        assert time.monotonic() - start < timeout, f"journal holds {len(pending(folder))} entries, not {count}"
+    while len(all_entries(folder)) != count:
+        assert time.monotonic() - start < timeout, f"journal holds {len(all_entries(folder))} entries, not {count}"
         await pilot.pause(0.05)
     return time.monotonic() - start
 
@@ -85,13 +85,15 @@ async def test_an_edit_is_journaled_within_a_second_and_a_new_app_offers_it_back
         app.session.listeners.append(lambda: edits.append(time.time()))
         await merge_js(app, pilot)
         await journaled(folder, pilot, 2)
-        entries = {e.path.name: e for e in pending(folder)}
+        assert pending(folder) == []  # a running app's edits are never offered
+        entries = {e.path.name: e for e in all_entries(folder)}
         delay = max(e.timestamp for e in entries.values()) - edits[0]
         print(f"journaled {delay:.2f} s after the edit")
         # Written right after the edit's handler (measured 0.3-1.0 s on a 2-core machine at load 7);
         # the bound leaves room for a loaded CI machine.
         assert 0 < delay < 2.0
         assert entries["frontend.md"].data == app.session.document(folder / "frontend.md").encoded()
+    app.journal.release()  # its process would end here: the kernel drops its lock
     # The app ended with unsaved edits (as a crash would): the journal is kept, the files untouched.
     assert on_disk(folder) == original
     assert len(pending(folder)) == 2
@@ -124,7 +126,9 @@ async def test_an_edit_is_journaled_within_a_second_and_a_new_app_offers_it_back
         await settle(app, pilot)
         assert MERGED in on_disk(folder)[0]
         await journaled(folder, pilot, 0)  # saved: the journal is cleared
-        assert not journal_dir(folder).exists()
+    app.journal.release()  # its process would end here: the kernel drops its lock
+    assert pending(folder) == []  # nothing unsaved: nothing to offer, and the empty session is gone
+    assert not journal_dir(folder).exists()
 
 
 async def test_recovery_opens_the_restored_text_in_the_source_view(folder):
@@ -134,6 +138,7 @@ async def test_recovery_opens_the_restored_text_in_the_source_view(folder):
         await open_document(app, pilot, "frontend.md")
         await merge_js(app, pilot)
         await journaled(folder, pilot, 2)
+    app.journal.release()  # its process would end here: the kernel drops its lock
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         await recovery_offered(app, pilot)
@@ -151,6 +156,7 @@ async def test_n_discards_the_journal(folder):
         await started(app, pilot)
         await merge_js(app, pilot)
         await journaled(folder, pilot, 2)
+    app.journal.release()  # its process would end here: the kernel drops its lock
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         await recovery_offered(app, pilot)
@@ -160,6 +166,7 @@ async def test_n_discards_the_journal(folder):
         assert not app.session.dirty_paths and "unsaved" not in app.sub_title
         assert pending(folder) == [] and not journal_dir(folder).exists()
     assert on_disk(folder) == original
+    app.journal.release()  # its process would end here: the kernel drops its lock
     app = WorkbenchApp(folder)  # nothing is offered again
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
@@ -176,6 +183,7 @@ async def test_a_file_changed_on_disk_since_is_a_conflict_shown_with_its_diff_an
     theirs = BACKEND.replace("each script has a test.", "each script has a test (edited elsewhere).")
     (folder / "backend.md").write_text(theirs, encoding="utf-8")
 
+    app.journal.release()  # its process would end here: the kernel drops its lock
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         modal = await recovery_offered(app, pilot)
@@ -211,6 +219,7 @@ async def test_a_clean_quit_clears_the_journal_and_quitting_without_saving_disca
         assert not app.is_running
     assert pending(folder) == [] and not journal_dir(folder).exists()
 
+    app.journal.release()  # its process would end here: the kernel drops its lock
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
@@ -282,7 +291,7 @@ async def test_an_edit_made_during_a_slow_save_stays_unsaved(folder, monkeypatch
         assert "1 unsaved" in app.sub_title
         assert any("edited while saving" in n.message for n in app._notifications)
         await journaled(folder, pilot, 1)  # the unsaved edit is journaled; the saved document is not
-        assert b"ReactJS" in pending(folder)[0].data
+        assert b"ReactJS" in all_entries(folder)[0].data
 
 
 async def test_one_save_at_a_time_a_second_ctrl_s_saves_again_after(folder, monkeypatch):
@@ -371,7 +380,8 @@ async def test_kill_9_of_a_real_app_loses_no_edit(folder):
                 await asyncio.sleep(0.4)
             os.write(master, b"y")  # confirm the diff
             for _ in range(30):
-                if len(pending(folder)) == 2:
+                if len(all_entries(folder)) == 2:
+                    assert pending(folder) == []  # the app runs: its session is locked
                     journal_seen = time.monotonic()
                     break
                 await asyncio.sleep(0.1)

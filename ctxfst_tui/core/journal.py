@@ -1,10 +1,11 @@
 """The journal of unsaved edits: what a crash would otherwise lose, kept in the state dir.
 
-Each document with unsaved edits has one entry file under ``journal_dir(folder)``: its path,
+Each running app journals into its own session folder under ``journal_dir(folder)``, locked
+while it runs (see "sessions" below). Each document with unsaved edits has one entry file there: its path,
 the bytes a save would write, the sha256 of what its file held when the edits were based on
 it, and when the entry was written. Entries are written atomically (temp file, fsync,
 ``os.replace``) so a crash mid-write leaves the previous entry, never half of one. At the
-next start on the folder, ``pending(folder)`` lists them; an entry whose file changed on
+next start on the folder, ``pending(folder)`` lists those of sessions that ended; an entry whose file changed on
 disk since (its sha256 differs from the recorded base) is a conflict, shown with its diff and
 never written over silently. No Textual here: the app drives a ``Journal`` from its timer.
 """
@@ -12,9 +13,11 @@ from __future__ import annotations
 
 import base64
 import difflib
+import fcntl
 import hashlib
 import json
 import os
+import secrets
 import stat
 import tempfile
 import threading
@@ -53,6 +56,7 @@ def journal_dir(folder: Path) -> Path:
 
 
 def entry_file(folder: Path, path: Path) -> Path:
+    """Where the layout before sessions kept ``path``'s entry (still read, as an ended session)."""
     return journal_dir(folder) / (_short_key(str(_resolved(path))) + SUFFIX)
 
 
@@ -75,6 +79,7 @@ class JournalEntry:
     base_sha256: str  # of the file's bytes the edits were made on
     timestamp: float  # when the entry was written (seconds since the epoch)
     file: Path | None = None  # the entry file in the journal dir
+    older: int = 0  # older versions of this document's edits other ended sessions left (set aside)
 
     def disk(self) -> bytes | None:
         """What the document's file holds now (None: gone, or not a regular file)."""
@@ -170,10 +175,38 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
-def pending(folder: Path) -> list[JournalEntry]:
-    """The documents of ``folder`` with journaled unsaved work, by path (damaged entries skipped)."""
+# ------------------------------------------------------------ sessions: one per running app
+#
+# Each running app journals into its own session folder, ``journal_dir(folder)/<session id>/``,
+# and holds an exclusive ``flock`` on the ``lock`` file inside it for as long as it runs. The
+# kernel drops the lock when the process ends, however it ends (kill -9 included), so a session
+# whose lock can be taken is dead and its entries are unsaved work to offer back; one whose lock
+# is held belongs to a running app and is never offered (nor touched). A session folder appears
+# under its name only once its lock is held (it is made as ``.<id>.new`` and renamed), so no
+# one ever sees a live session unlocked. Entry files lying directly in ``journal_dir`` (the
+# layout before sessions) are read as a dead session too.
+
+LOCK = "lock"
+
+
+def _take_lock(path: Path) -> int | None:
+    """A descriptor holding the exclusive lock of ``path``, or None when someone holds it (or it is gone).
+    The lock conflicts with any other open of the file, in this process too."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _read_entries(d: Path, folder: Path) -> list[JournalEntry]:
+    """The entries in the folder ``d`` that speak for ``folder`` (damaged or foreign files skipped)."""
     entries = []
-    d = journal_dir(folder)
     try:
         files = sorted(p for p in d.iterdir() if p.name.endswith(SUFFIX) and not p.name.startswith("."))
     except OSError:
@@ -185,12 +218,10 @@ def pending(folder: Path) -> list[JournalEntry]:
             continue
         if entry is not None and _inside(entry.path, folder):  # a journal only ever speaks for its folder
             entries.append(entry)
-    return sorted(entries, key=lambda e: str(e.path))
+    return entries
 
 
-def clear(folder: Path) -> None:
-    """Delete the journal of ``folder`` (every entry, then the folder if empty)."""
-    d = journal_dir(folder)
+def _remove_entries(d: Path) -> None:
     try:
         files = list(d.iterdir())
     except OSError:
@@ -201,10 +232,129 @@ def clear(folder: Path) -> None:
                 f.unlink()
             except OSError:
                 pass
+
+
+def _rmdir(d: Path) -> None:
     try:
         d.rmdir()
     except OSError:
-        pass
+        pass  # not empty (another session's, or a file someone put there) or gone already
+
+
+@dataclass
+class DeadSession:
+    """The journal an ended app left: its folder, its entries, and (while claimed) its lock."""
+
+    dir: Path
+    entries: list[JournalEntry]
+    fd: int | None  # the session's lock, held by us while claimed (None: the older flat layout)
+    legacy: bool = False  # entry files directly in journal_dir (before sessions)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def remove(self) -> None:
+        """Delete the session's entries and folder (its lock file last, then let go of it)."""
+        _remove_entries(self.dir)
+        if not self.legacy:
+            try:
+                (self.dir / LOCK).unlink()
+            except OSError:
+                pass
+            _rmdir(self.dir)
+        self.release()
+
+
+class Claim:
+    """The dead sessions of a folder, locked by us so no other app offers them at the same time.
+
+    ``entries``: one per document, the newest when several dead sessions hold one (``older`` on
+    it counts the versions set aside). ``remove`` deletes them once dealt with (recovered or
+    discarded); ``release`` lets go of them, left for the next start.
+    """
+
+    def __init__(self, folder: Path, sessions: list[DeadSession]) -> None:
+        self.folder = Path(folder)
+        self.sessions = sessions
+        newest: dict[Path, JournalEntry] = {}
+        counts: dict[Path, int] = {}
+        for s in sessions:
+            for e in s.entries:
+                key = _resolved(e.path)
+                counts[key] = counts.get(key, 0) + 1
+                if key not in newest or e.timestamp > newest[key].timestamp:
+                    newest[key] = e
+        for key, e in newest.items():
+            e.older = counts[key] - 1
+        self.entries = sorted(newest.values(), key=lambda e: str(e.path))
+
+    def release(self) -> None:
+        for s in self.sessions:
+            s.release()
+
+    def remove(self) -> None:
+        for s in self.sessions:
+            s.remove()
+        _rmdir(journal_dir(self.folder))
+
+
+def claim(folder: Path) -> Claim:
+    """Lock and read every dead session of ``folder``'s journal (sessions of running apps are left
+    alone). Dead sessions with no entry (an app killed before its first one) are removed at once."""
+    root = journal_dir(folder)
+    sessions: list[DeadSession] = []
+    try:
+        children = sorted(root.iterdir())
+    except OSError:
+        return Claim(folder, [])
+    if any(p.name.endswith(SUFFIX) and not p.is_dir() for p in children):  # the flat layout (damaged files too)
+        sessions.append(DeadSession(root, _read_entries(root, folder), None, legacy=True))
+    for d in children:
+        if d.name.startswith(".") or not d.is_dir() or d.is_symlink():
+            continue
+        fd = _take_lock(d / LOCK)
+        if fd is None:
+            if (d / LOCK).exists():
+                continue  # a running app's (or one another app is offering right now)
+            # no lock file: damaged, or its app is removing it this instant; read as dead, unlocked
+        dead = DeadSession(d, _read_entries(d, folder), fd)
+        if dead.entries:
+            sessions.append(dead)
+        elif fd is not None:
+            dead.remove()
+    if not sessions:
+        _rmdir(root)  # gone when empty (a new session makes it again)
+    return Claim(folder, sessions)
+
+
+def pending(folder: Path) -> list[JournalEntry]:
+    """The documents of ``folder`` with unsaved work left by apps that ended (crashed, killed or
+    closed with edits), by path; the newest when two ended sessions hold one. Never a running
+    app's: its session is locked."""
+    c = claim(folder)
+    c.release()
+    return c.entries
+
+
+def all_entries(folder: Path) -> list[JournalEntry]:
+    """Every entry of ``folder``'s journal, running apps' included (for reports and tests)."""
+    root = journal_dir(folder)
+    found = _read_entries(root, folder)
+    try:
+        children = sorted(root.iterdir())
+    except OSError:
+        return []
+    for d in children:
+        if not d.name.startswith(".") and d.is_dir() and not d.is_symlink():
+            found.extend(_read_entries(d, folder))
+    return sorted(found, key=lambda e: (str(e.path), e.timestamp))
+
+
+def clear(folder: Path) -> None:
+    """Delete what ended sessions left in ``folder``'s journal (never a running app's entries)."""
+    claim(folder).remove()
 
 
 @dataclass(frozen=True)
@@ -222,11 +372,45 @@ def unsaved(docs: Iterable[Document]) -> list[Unsaved]:
             if d.path is not None and d.readable and d.dirty]
 
 
-class Journal:
-    """The journal of one folder, kept in step with the dirty documents by ``sync``.
+def _new_session(folder: Path) -> tuple[Path, int]:
+    """Make a session folder holding its lock: built as ``.<id>.new``, locked, then renamed, so it is
+    never visible unlocked. Returns the folder and the lock's descriptor."""
+    root = journal_dir(folder)
+    sid = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(3)}"
+    tmp = root / f".{sid}.new"
+    for attempt in range(5):
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            tmp.mkdir(mode=0o700)
+            break
+        except FileNotFoundError:  # the journal folder went with another session's clean-up: again
+            if attempt == 4:
+                raise
+    try:
+        fd = os.open(tmp / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        _rmdir(tmp)
+        raise
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file no one else knows: never waits
+        os.rename(tmp, root / sid)
+    except OSError:
+        os.close(fd)
+        try:
+            (tmp / LOCK).unlink()
+        except OSError:
+            pass
+        _rmdir(tmp)
+        raise
+    return root / sid, fd
 
-    ``sync`` may run in a worker thread; calls carry a sequence number so an older snapshot
-    that loses the race to a newer one is dropped, and ``close`` stops every later write.
+
+class Journal:
+    """This app's journal of ``folder``: its own session, kept in step with the dirty documents by ``sync``.
+
+    The session folder is made (and locked) at the first entry and kept, locked, until ``close``
+    or ``discard``. ``sync`` may run in a worker thread; calls carry a sequence number so an older
+    snapshot that loses the race to a newer one is dropped, and ``close`` stops every later write.
     """
 
     def __init__(self, folder: Path) -> None:
@@ -235,9 +419,20 @@ class Journal:
         self._seq = -1  # the newest snapshot applied
         self._written: dict[Path, tuple[bytes, str]] = {}  # what each entry file holds
         self._closed = False
+        self.session: Path | None = None  # our session folder, once the first entry is written
+        self._fd: int | None = None  # the lock on it, held while we run
+        self._retired: list[Claim] = []  # dead sessions recovered into ours: removed once ours holds them
+
+    def entry_file(self, path: Path) -> Path:
+        assert self.session is not None
+        return self.session / (_short_key(str(_resolved(path))) + SUFFIX)
+
+    def entries(self) -> list[JournalEntry]:
+        """What our own session holds now."""
+        return sorted(_read_entries(self.session, self.folder), key=lambda e: str(e.path)) if self.session else []
 
     def sync(self, snapshot: list[Unsaved], seq: int) -> bool:
-        """Make the journal hold exactly ``snapshot``: write new or changed entries, delete the
+        """Make our session hold exactly ``snapshot``: write new or changed entries, delete the
         others. Returns False when the snapshot was stale or the journal is closed (nothing done).
         Raises OSError when an entry cannot be written (the entries already there stay)."""
         with self._lock:
@@ -254,40 +449,75 @@ class Journal:
             keep.add(key)
             if self._written.get(key) == (item.data, item.base_sha256):
                 continue
+            if self.session is None:
+                self.session, self._fd = _new_session(self.folder)
             entry = JournalEntry(key, item.data, item.base_sha256, time.time())
-            write_file_atomic(entry_file(self.folder, key), json.dumps(entry.to_json(), ensure_ascii=False).encode("utf-8"))
+            write_file_atomic(self.entry_file(key), json.dumps(entry.to_json(), ensure_ascii=False).encode("utf-8"))
             self._written[key] = (item.data, item.base_sha256)
         for key in [k for k in self._written if k not in keep]:
             self._remove(key)
-        if not snapshot:
-            clear(self.folder)  # also entries an earlier run left (once they have been dealt with)
+        for c in self._retired:  # our session now holds what was recovered from them
+            c.remove()
+        self._retired.clear()
 
     def _remove(self, key: Path) -> None:
         try:
-            entry_file(self.folder, key).unlink()
+            self.entry_file(key).unlink()
         except FileNotFoundError:
             pass
         self._written.pop(key, None)
 
-    def adopt(self, entries: Iterable[JournalEntry]) -> None:
-        """Count entries found on disk (from an earlier run) as this journal's own, so the next
-        ``sync`` rewrites or deletes them."""
+    def retire(self, claimed: Claim) -> None:
+        """Dead sessions whose work was recovered into the app: keep them (locked) until the next
+        successful ``sync`` has written that work into our session, then remove them."""
         with self._lock:
-            for e in entries:
-                self._written[_resolved(e.path)] = (b"", "")  # never equal to a snapshot: rewritten
+            self._retired.append(claimed)
+
+    def _end_session(self, remove: bool) -> None:
+        if self.session is not None and remove:
+            _remove_entries(self.session)
+            try:
+                (self.session / LOCK).unlink()
+            except OSError:
+                pass
+            _rmdir(self.session)
+            _rmdir(self.session.parent)
+        if self._fd is not None:
+            os.close(self._fd)  # from here on, a session left on disk is dead: offered at the next start
+        self.session, self._fd = None, None
+        self._written.clear()
 
     def discard(self) -> None:
-        """Delete every entry (the user chose to drop the unsaved work)."""
+        """Delete our session and the dead ones recovered into it (the user drops the unsaved work)."""
         with self._lock:
-            self._written.clear()
-            clear(self.folder)
+            for c in self._retired:
+                c.remove()
+            self._retired.clear()
+            self._end_session(remove=True)
 
-    def close(self, snapshot: list[Unsaved]) -> None:
-        """The app is ending cleanly: clear the journal when nothing is unsaved, else write the
-        final snapshot (so the last half second is kept too). Nothing is written after this."""
+    def release(self) -> None:
+        """Let go of our session's lock (and of claimed dead sessions), leaving every entry: what the
+        end of the process does. For an app unmounted without ``close`` in a process that goes on."""
         with self._lock:
             self._closed = True
-            self._apply(snapshot)
+            for c in self._retired:
+                c.release()
+            self._retired.clear()
+            self._end_session(remove=False)
+
+    def close(self, snapshot: list[Unsaved]) -> None:
+        """The app is ending cleanly: remove our session when nothing is unsaved, else write the
+        final snapshot (so the last half second is kept too) and let go of its lock, leaving it for
+        the next start. Nothing is written after this."""
+        with self._lock:
+            self._closed = True
+            try:
+                self._apply(snapshot)
+            finally:
+                for c in self._retired:  # not written into ours (a failed write): left for next time
+                    c.release()
+                self._retired.clear()
+                self._end_session(remove=not snapshot)
 
 
 def _in_workspace(ws: Workspace, path: Path) -> Path:

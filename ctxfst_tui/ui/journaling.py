@@ -6,6 +6,8 @@ thread (bytes) and a thread worker writes them. Further changes within ``DELAY``
 gathered into one more write when that time is up, so a burst of edits costs two writes and the
 last edit is on disk at most ``DELAY`` seconds plus one small write after it was made. Journaling starts only once the folder's old
 journal, if any, has been offered back (recovered or discarded): until then it is left alone.
+Each app journals into its own locked session (``core.journal``), so a second app on the same
+folder never offers the first one's live edits, and only sessions that ended are offered.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import datetime as _dt
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..core.journal import Journal, JournalEntry, pending, recover, unsaved
+from ..core.journal import Claim, Journal, JournalEntry, claim, recover, unsaved
 from .screens.recovery import RecoveryItem, RecoveryScreen
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ class JournalKeeper:
         self._more = False  # changes since that write
         self._seq = 0
         self._error: str | None = None  # the last write failure shown (shown once, until it changes)
+        self._claim: "Claim | None" = None  # ended sessions being offered (locked until answered)
         session.listeners.append(self.changed)
 
     # ------------------------------------------------------------ journaling
@@ -87,6 +90,9 @@ class JournalKeeper:
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
+        if self._claim is not None:  # quit with the offer still open: it stays for next time
+            self._claim.release()
+            self._claim = None
         ws = self.session.workspace
         if not self.ready or ws is None:
             return  # an old journal not yet offered back stays for next time
@@ -95,6 +101,18 @@ class JournalKeeper:
             self.journal.close(unsaved(ws.docs))
         except OSError as exc:
             self.app.log.error(f"journal not written at exit: {exc}")
+
+    def release(self) -> None:
+        """The app is gone without ``exit`` (unmounted while the process goes on, as under Pilot):
+        let go of the locks and leave the entries for the next start, as the end of the process would."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        if self._claim is not None:
+            self._claim.release()
+            self._claim = None
+        self.ready = False
+        self.journal.release()
 
     def discard(self) -> None:
         """The user quits without saving: the unsaved edits are dropped on purpose."""
@@ -108,26 +126,29 @@ class JournalKeeper:
         if self.offered:
             return
         self.offered = True
+        claimed = self._claim = claim(self.session.root)  # ended sessions only, locked while we offer them
         entries, items = [], []
-        for entry in pending(self.session.root):
+        for entry in claimed.entries:
             disk = entry.disk()
             if disk == entry.data:
                 continue  # the file already holds the edits (saved by another program): nothing to offer
             entries.append(entry)
             items.append(self.describe(entry, disk))
         if not entries:
-            self.journal.discard()  # entries that offered nothing
+            claimed.remove()  # entries that offered nothing
+            self._claim = None
             self.ready = True
             self.changed()
             return
 
         def answered(yes: bool | None) -> None:
-            self.journal.adopt(entries)  # the next sync rewrites or deletes them
             self.ready = True
+            self._claim = None
             if yes:
+                self.journal.retire(claimed)  # removed once our own session holds the recovered edits
                 self._recover(screen, entries, items)
             else:
-                self.journal.discard()
+                claimed.remove()
                 n = len(entries)
                 self.app.notify(f"Discarded the unsaved edits of {n} document{'s' if n != 1 else ''}.",
                                 title="Recovery", timeout=4)
@@ -137,7 +158,7 @@ class JournalKeeper:
     def describe(self, entry: JournalEntry, disk: bytes | None) -> RecoveryItem:
         label = self.session.label(entry.path)
         when = _dt.datetime.fromtimestamp(entry.timestamp).strftime("%Y-%m-%d %H:%M:%S")
-        return RecoveryItem(label, entry.state(disk), when, entry.diff(label, disk))
+        return RecoveryItem(label, entry.state(disk), when, entry.diff(label, disk), entry.older)
 
     def _recover(self, screen: "WorkbenchScreen", entries: list[JournalEntry], items: list[RecoveryItem]) -> None:
         gone = [e for e, i in zip(entries, items) if i.state == "deleted"]

@@ -28,6 +28,7 @@ class RecoveryItem:
     state: str  # unchanged / changed / deleted (on disk, since the edits were made)
     when: str  # when the edits were journaled, e.g. "2026-12-01 22:41"
     diff: str  # from the file on disk to the journaled text
+    older: int = 0  # older versions of this document's edits, left by other ended sessions, set aside
 
     @property
     def conflict(self) -> bool:
@@ -103,6 +104,11 @@ class RecoveryScreen(ModalScreen[bool]):
             parts.append(Content.styled(head, "bold $text"))
             if item.conflict:
                 parts.append(Content.styled(STATES[item.state], "bold $text-error"))
+            if item.older:
+                n = item.older
+                parts.append(Content.styled(
+                    f"Newest of {n + 1} unsaved versions left by ended sessions: this one is offered; "
+                    f"the older {'one is' if n == 1 else f'{n} are'} set aside (removed with it).", "$text-warning"))
             parts.append(coloured(item.diff) if item.diff else Content.styled("(same text as on disk)", "$text-muted"))
             parts.append(Content(""))
         return Content("\n").join(parts)
