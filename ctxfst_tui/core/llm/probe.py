@@ -307,22 +307,25 @@ def _run(argv: Sequence[str], timeout: float,
     deadline = time.monotonic() + timeout
     proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=(os.name == "posix"))
-    while True:
-        left = deadline - time.monotonic()
-        try:
-            out, err = proc.communicate(timeout=max(0.0, min(POLL_SECONDS, left)) if cancel is not None else max(0.0, left))
-            code: int | None = proc.returncode
-            break
-        except subprocess.TimeoutExpired:
-            if cancel is not None and cancel.is_set():
-                _kill_group(proc)
-                proc.communicate()
-                raise Cancelled("cancelled during the model self-test") from None
-            if time.monotonic() >= deadline:
-                _kill_group(proc)
-                out, err = proc.communicate()
-                code = None
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                out, err = proc.communicate(timeout=max(0.0, min(POLL_SECONDS, left) if cancel is not None else left))
+                code: int | None = proc.returncode
                 break
+            except subprocess.TimeoutExpired:
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled("cancelled during the model self-test") from None
+                if time.monotonic() >= deadline:
+                    _kill_group(proc)
+                    out, err = proc.communicate()
+                    code = None
+                    break
+    except BaseException:  # cancelled, ctrl+c in the CLI: the child (its own session) must not outlive us
+        _kill_group(proc)
+        proc.communicate()
+        raise
     return code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), time.perf_counter() - t0
 
 
