@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..core.document import Document
 from ..core.findings import Finding
+from ..core.source import split_lines
 from ..core.validate import validate
 
 VALID, WARNINGS, ERRORS = "valid", "warnings", "errors"
@@ -51,7 +52,7 @@ class DocumentReport:
     entities: int
     chunks: int
     body_chunks: int
-    newline: str  # "LF" | "CRLF"
+    newline: str  # "LF" | "CRLF" | "CR"
     bom: bool
     size: int  # bytes on disk
     line_count: int
@@ -125,10 +126,10 @@ def report_for(doc: Document, root: Path, unsaved: bool = False) -> DocumentRepo
         entities=len(doc.entities),
         chunks=len(doc.chunks),
         body_chunks=len(doc.body_chunks),
-        newline="CRLF" if doc.newline == "\r\n" else "LF",
+        newline={"\r\n": "CRLF", "\r": "CR"}.get(doc.newline, "LF"),
         bom=doc.had_bom,
         size=len(doc.raw),
-        line_count=text.count("\n") + (0 if text.endswith("\n") else 1) if text else 0,
+        line_count=len(split_lines(text)),
         text=text,
         source_note=source_note,
         findings=_findings(doc),

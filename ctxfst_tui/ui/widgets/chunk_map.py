@@ -17,6 +17,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...core.chunk_spans import ChunkSpan
+from ...core.source import split_lines
+
+# Control characters left inside a line (\v, \f, ESC, ...) drawn as visible stand-ins, never sent raw.
+_CONTROL_STANDINS = str.maketrans({chr(c): chr(0x2400 + c) for c in range(0x20)} | {"\x7f": "␡"})
 
 GUTTER = 8  # band (1) + line number (6) + space (1)
 
@@ -60,9 +64,7 @@ class ChunkMap(ScrollView, can_focus=True):
 
     # ------------------------------------------------------------ data from the screen
     def show(self, text: str, spans: list[ChunkSpan], keep_selection: bool = False) -> None:
-        self._lines = text.replace("\r\n", "\n").split("\n")
-        if self._lines and self._lines[-1] == "" and text.endswith("\n"):
-            self._lines.pop()
+        self._lines = split_lines(text)  # YAML's line breaks, as the spans' line numbers count them
         self._spans = spans
         self._build_rows()
         old = self.selected
@@ -126,7 +128,7 @@ class ChunkMap(ScrollView, can_focus=True):
             return Strip(segments).adjust_cell_length(width, base)
         band_style = self._band_style(b)
         number = self.get_component_rich_style("chunk-map--line-number")
-        text = self._lines[a - 1].expandtabs(4)
+        text = self._lines[a - 1].expandtabs(4).translate(_CONTROL_STANDINS)
         body = Strip([Segment(text, base)]).crop(scroll_x, scroll_x + width - GUTTER)
         segments = [Segment("▌", band_style), Segment(f"{a:>6} ", number), *body]
         return Strip(segments).adjust_cell_length(width, base)

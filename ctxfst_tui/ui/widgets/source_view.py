@@ -28,27 +28,24 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-# Characters Python's str.splitlines() breaks on, other than "\n" and "\r\n". The core counts
-# lines by "\n" only, so they are shown as visible one-character stand-ins: line and column
-# numbers in the view then match the ones findings report.
-_LINE_BREAK_STANDINS = str.maketrans({
-    "\r": "␍",  # a lone CR (a CRLF pair is restored below)
-    "\x0b": "␋",
-    "\x0c": "␌",
-    "\x1c": "␜",
-    "\x1d": "␝",
-    "\x1e": "␞",
-    "\x85": "␤",
-    "\u2028": "␤",
-    "\u2029": "¶",
-})
+from ...core.source import ends_with_break, split_lines
+
+
+def display_lines(text: str) -> list[str]:
+    """``text`` cut into the lines the core counts (YAML's line breaks: LF, CRLF, a lone CR,
+    NEL, LS, PS), so a finding's line is the view's line; the last line may be empty.
+
+    Other characters Python's str.splitlines() breaks on (\\v, \\f, \\x1c-\\x1e) stay inside
+    their line and are drawn as control stand-ins (␋ ␌ ␜ ␝ ␞)."""
+    lines = split_lines(text)
+    if not text or ends_with_break(text):
+        lines.append("")
+    return lines
 
 
 def displayable(text: str) -> str:
-    """``text`` with the same lines as the core sees (one line per "\\n"), CRLF kept as CRLF."""
-    if not any(c in text for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
-        return text
-    return text.translate(_LINE_BREAK_STANDINS).replace("␍\n", "\r\n")
+    """The view's lines (:func:`display_lines`) joined by "\\n"."""
+    return "\n".join(display_lines(text))
 
 
 TAB_SIZE = 4
@@ -192,11 +189,8 @@ class SourceView(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         self._doc_name = name
         self.placeholder = note or "The file has no text."
-        self.text = displayable(text)
-        lines = self.text.split("\n")
-        if "\r" in self.text:  # CRLF: drawn without the CR (a lone CR is a stand-in by now)
-            lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-        self._lines = lines
+        self.text = text
+        self._lines = lines = display_lines(text)
         self.show_line_numbers = bool(text)
         self._highlights, self._highlight_starts = [], []
         self.border_title = f"Source — {name}" if name else "Source"
@@ -216,7 +210,7 @@ class SourceView(ScrollView, can_focus=True):
 
     @property
     def line_count(self) -> int:
-        """Lines of the text shown (one per "\\n", plus the last, possibly empty, one)."""
+        """Lines of the text shown (one per line break, plus the last, possibly empty, one)."""
         return len(self._lines)
 
     @property
