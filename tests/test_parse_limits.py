@@ -219,6 +219,56 @@ def test_duplicate_keys_are_an_error_naming_both_lines(tmp_path, text, key, line
     assert path.read_bytes() == before  # entity:beta and everything else untouched
 
 
+DECLARES_BOTH = """---
+title: A
+entities:
+  - id: entity:js
+    name: JS
+    type: skill
+  - id: entity:javascript
+    name: JavaScript
+    type: skill
+chunks: []
+---
+body
+"""
+DUPLICATE_MENTIONS_JS = """---
+entities:
+  - id: entity:beta
+    name: Beta
+    type: skill
+chunks: []
+entities:
+  - id: entity:js
+    name: JS
+    type: skill
+---
+body
+"""
+
+
+@pytest.mark.parametrize("merged, into", [("entity:js", "entity:javascript"), ("entity:js", "entity:beta")])
+def test_cli_merge_names_the_document_whose_frontmatter_did_not_load(tmp_path, merged, into):
+    a = write(tmp_path, "docs/a.md", DECLARES_BOTH.encode())
+    b = write(tmp_path, "docs/b.md", DUPLICATE_MENTIONS_JS.encode())
+    before = a.read_bytes(), b.read_bytes()
+    done, _, _ = cli("entities", "merge", "docs", merged, "--into", into, cwd=tmp_path)
+    assert done.returncode == 1
+    message = done.stderr.strip()
+    assert len(message.splitlines()) == 1 and "Traceback" not in message
+    assert "b.md:7: cannot edit the frontmatter: duplicate key 'entities'" in message
+    assert "(first at line 2)" in message and "unknown entity" not in message
+    assert (a.read_bytes(), b.read_bytes()) == before
+
+
+def test_a_broken_document_that_does_not_mention_the_ids_does_not_block_a_merge(tmp_path):
+    a = write(tmp_path, "docs/a.md", DECLARES_BOTH.encode())
+    write(tmp_path, "docs/b.md", DUPLICATE_MENTIONS_JS.replace("entity:js", "entity:ts").encode())
+    done, _, _ = cli("entities", "merge", "docs", "entity:js", "--into", "entity:javascript", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert b"entity:js\n" not in a.read_bytes() and b"entity:javascript" in a.read_bytes()
+
+
 def test_keys_equal_as_json_keys_are_duplicates():
     doc = Document(b"---\ntitle: t\nextra: {1: a, \"1\": b}\n---\n")
     assert [f.rule for f in doc.load_findings] == ["yaml-duplicate-key"]

@@ -455,10 +455,25 @@ def _check_id(value: Any, what: str = "entity id") -> str:
 
 
 def _require_known(ws: Workspace, eid: Any, declared: bool = True) -> str:
+    """``eid``, checked: declared (or, if not ``declared``, referenced) somewhere, and mentioned in
+    no document whose frontmatter did not load (a duplicate key, an alias bomb): such a document
+    cannot be edited, so an edit of ``eid`` would miss it and leave it stale."""
     eid = _check_id(eid)
+    _refuse_unloaded_mentions(ws, eid)
     if ws.declarations(eid) or (not declared and ws.referenced(eid)):
         return eid
     raise EntityOpError(f"unknown entity '{eid}': no document of the workspace declares it")
+
+
+def _refuse_unloaded_mentions(ws: Workspace, eid: str) -> None:
+    """Raise, naming the file and line of the frontmatter problem, if a document whose frontmatter
+    did not load mentions ``eid`` (as a whole id) anywhere in its text."""
+    mention = re.compile(r"(?<![A-Za-z0-9_.:/+#@-])" + re.escape(eid) + r"(?![A-Za-z0-9_.:/+#@-])")
+    for doc in ws.docs:
+        err = doc.frontmatter_error
+        if doc.readable and err is not None and mention.search(doc.text):
+            raise EntityOpError(f"{doc.label}:{err.line}: cannot edit the frontmatter: {err.message}; "
+                                f"it mentions {eid}, so nothing was changed")
 
 
 def _validate_new_id(new: Any) -> str:
