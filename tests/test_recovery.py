@@ -412,3 +412,71 @@ async def test_kill_9_of_a_real_app_loses_no_edit(folder):
         await settle(app, pilot)
         await journaled(folder, pilot, 0)
     assert MERGED in on_disk(folder)[0]
+
+
+# ---------------------------------------------------------------- two apps on one folder
+
+CHILD = r"""
+import sys, time
+from pathlib import Path
+from ctxfst_tui.core.document import Document
+from ctxfst_tui.core.journal import Journal, unsaved
+doc = Document.load(Path(sys.argv[1]))
+doc.replace_text(doc.text + "\nTyped in the other app.\n")
+journal = Journal(Path(sys.argv[1]).parent)
+journal.sync(unsaved([doc]), 1)
+print(journal.session, flush=True)
+time.sleep(120)
+"""
+
+
+async def test_a_second_app_never_offers_a_running_app_s_edits_and_offers_them_once_it_is_killed(folder):
+    """Another app (a real process, journaling through the API) edits frontend.md; an app started
+    meanwhile offers nothing and journals into its own session; after SIGKILL of the other, both
+    ended sessions hold frontend.md and the newest version is offered, saying so."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(folder / "frontend.md")], stdout=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, text=True)
+    try:
+        other = Path(proc.stdout.readline().strip())
+        assert other.is_dir(), f"the other app ended: {proc.poll()}"
+        app = WorkbenchApp(folder)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(app, pilot)
+            await pilot.pause(0.3)
+            assert isinstance(app.screen, WorkbenchScreen)  # no recovery offered: the other app runs
+            await merge_js(app, pilot)
+            await journaled(folder, pilot, 3)  # the other app's entry and our two
+            ours = app.journal.journal.session
+            assert ours != other and ours.parent == other.parent
+            assert pending(folder) == []
+            assert [e.path.name for e in app.journal.journal.entries()] == ["backend.md", "frontend.md"]
+            (theirs,) = [e for e in all_entries(folder) if e.file.parent == other]
+            assert b"Typed in the other app." in theirs.data  # never overwritten by us
+            proc.send_signal(signal.SIGKILL)
+            assert proc.wait(10) == -signal.SIGKILL
+            (dead,) = pending(folder)  # the kernel dropped its lock: now it is offered (we still run)
+            assert dead.file.parent == other and dead.older == 0
+        app.journal.release()  # its process would end here: the kernel drops its lock
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.stdout.close()
+
+    offered = {e.path.name: e for e in pending(folder)}
+    assert sorted(offered) == ["backend.md", "frontend.md"]
+    assert offered["frontend.md"].older == 1 and offered["frontend.md"].file.parent == ours  # ours is newer
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await recovery_offered(app, pilot)
+        front = next(i for i in modal.items if i.label == "frontend.md")
+        assert front.older == 1
+        assert "Newest of 2 unsaved versions" in str(modal.query_one("#recovery-body").render())
+        await pilot.press("y")
+        await settle(app, pilot)
+        text = app.session.document(folder / "frontend.md").text
+        assert MERGED in text and "Typed in the other app." not in text
+        await journaled(folder, pilot, 2)  # now held by this app's session alone
+        mine = app.journal.journal.session
+        assert [p for p in journal_dir(folder).iterdir()] == [mine]  # both ended sessions removed
+        assert not other.exists() and not ours.exists()
