@@ -334,6 +334,10 @@ EXOTIC = {
     "deep-990": ("[" * 990 + "]" * 990, "yaml-too-deep"),
     "bad-date": ("2026-02-30", "yaml-value-invalid"),
     "huge-int": ("9" * 5000, "yaml-value-invalid"),
+    "nan": (".nan", "yaml-value-invalid"),  # JSON has no NaN or infinity: export would write "NaN"
+    "inf": ("-.Inf", "yaml-value-invalid"),
+    "overflowing-float": ("1.0e+999", "yaml-value-invalid"),
+    "nan-in-a-list": ("[1, 2.5, .NaN]", "yaml-value-invalid"),
 }
 
 
@@ -353,6 +357,17 @@ def test_exotic_values_are_findings_naming_the_line(tmp_path, name):
     assert "internal error" not in done.stderr
     assert f"doc.md:3:" in done.stderr and f"[{rule}]" in done.stderr
     assert not out.exists()
+
+
+def test_nan_and_infinity_name_their_line_and_quoted_they_are_text(tmp_path):
+    doc = Document(BEFORE.replace("NOTE", "n").replace('title: "TITLE"', "title: T\nscore: .inf").encode())
+    [finding] = doc.load_findings
+    assert (finding.rule, finding.line) == ("yaml-value-invalid", 3)
+    assert "'.inf' is infinite, which JSON cannot hold" in finding.message
+    quoted = Document(BEFORE.replace("NOTE", "n").replace('title: "TITLE"', 'title: T\nscore: ".nan"').encode())
+    assert quoted.load_findings == [] and quoted.data["score"] == ".nan"
+    finite = Document(BEFORE.replace("NOTE", "n").replace('title: "TITLE"', "title: T\nscore: 1.5e+3").encode())
+    assert finite.load_findings == [] and finite.data["score"] == 1500.0
 
 
 def test_dates_stay_dates():

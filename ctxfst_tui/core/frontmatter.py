@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -155,18 +156,31 @@ class _LimitedComposer(Composer):
 
 
 class _JsonConstructor(SafeConstructor):
-    """SafeConstructor whose failures (a 30 February, a 5,000-digit integer) name the value's line."""
+    """SafeConstructor whose failures (a 30 February, a 5,000-digit integer) name the value's line,
+    and which refuses what JSON cannot hold: ``.nan`` and ``.inf`` (or ``1.0e+999``)."""
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         try:
-            return SafeConstructor.construct_object(self, node, deep)
+            value = SafeConstructor.construct_object(self, node, deep)
         except yaml.YAMLError:
             raise
         except (ValueError, TypeError, OverflowError, ArithmeticError) as exc:
-            value = node.value if isinstance(node, ScalarNode) else None
-            what = "" if value is None else (f"{value!r} " if len(value) <= 40 else f"{value[:37]!r}... ")
             exc = str(exc).split(";")[0]  # Python's advice on sys.set_int_max_str_digits is not the user's
-            raise _Refused("yaml-value-invalid", f"the value {what}is not a valid {_tag_name(node.tag)}: {exc}", node.start_mark) from None
+            raise _Refused("yaml-value-invalid", f"the value {_quoted(node)}is not a valid {_tag_name(node.tag)}: {exc}", node.start_mark) from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _Refused(
+                "yaml-value-invalid",
+                f"the value {_quoted(node)}is {'not a number' if value != value else 'infinite'}, which JSON cannot "
+                "hold: write a finite number, or quote it to keep it as text",
+                node.start_mark,
+            )
+        return value
+
+
+def _quoted(node: Any) -> str:
+    """A scalar node's text, quoted and cut short, with a trailing space (nothing for a collection)."""
+    value = node.value if isinstance(node, ScalarNode) else None
+    return "" if value is None else (f"{value!r} " if len(value) <= 40 else f"{value[:37]!r}... ")
 
 
 if _Reader is None:
