@@ -154,3 +154,13 @@ def test_report_names_a_cr_only_document_cr(folder: Path, tmp_path: Path) -> Non
     assert report_for(Document.load(crlf), folder).newline == "CRLF"
     report = report_for(Document.load(folder / "cr-only.md"), folder)
     assert report.line_count == len(nested_document("")) - 1  # the last "" is the final break
+
+
+def test_a_utf16_document_is_shown_decoded_and_named(tmp_path: Path) -> None:
+    path = tmp_path / "wide.md"
+    path.write_bytes(CR_ONLY.replace("\r", "\n").encode("utf-16"))
+    report = report_for(Document.load(path), tmp_path)
+    assert not report.readable
+    assert report.problem == "cannot read it: the file is UTF-16 text: save it as UTF-8"
+    assert report.text.splitlines()[16] == NESTED_TAG  # the text, not its bytes as UTF-8 with NULs
+    assert [(f.rule, f.line) for f in report.findings] == [("file-encoding", 1)]

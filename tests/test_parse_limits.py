@@ -426,3 +426,25 @@ def test_cli_nested_tags_memory_stays_small(tmp_path, command):
     assert rss < MAX_RSS_MB, f"{command} peaked at {rss:.0f} MB"
     assert seconds < 90
     assert not (tmp_path / "out.json").exists()
+
+
+# ---------------------------------------------------------------- other Unicode encodings
+
+
+@pytest.mark.parametrize("codec, name", [("utf-16", "UTF-16"), ("utf-16-be", "UTF-16"), ("utf-32", "UTF-32"),
+                                         ("utf-32-be", "UTF-32")])
+def test_utf16_and_utf32_with_a_bom_are_named_and_never_edited(tmp_path, codec, name):
+    text = BEFORE.replace("TITLE", "T").replace("NOTE", "n")
+    data = ("\ufeff" if codec.endswith("-be") else "").encode(codec) + text.encode(codec)
+    doc = Document(data)
+    assert not doc.readable
+    assert [(f.rule, f.line, f.message) for f in doc.load_findings] == [
+        ("file-encoding", 1, f"the file is {name} text: save it as UTF-8")]
+    path = write(tmp_path, "docs/wide.md", data)
+    done, _, _ = cli("validate", path)
+    assert done.returncode == 1
+    assert f"wide.md:1:1: error [file-encoding] the file is {name} text: save it as UTF-8" in done.stdout
+    assert "binary" not in done.stdout
+    done, _, _ = cli("entities", "merge", tmp_path / "docs", "entity:reactjs", "--into", "entity:react")
+    assert done.returncode != 0
+    assert path.read_bytes() == data

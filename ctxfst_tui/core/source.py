@@ -64,10 +64,31 @@ class DecodeProblem(Exception):
         self.column = column
 
 
+# Byte-order marks of the other Unicode encodings; UTF-32 first (its LE mark starts like UTF-16's).
+UNICODE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32", "utf-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32", "utf-32"),
+    (b"\xff\xfe", "UTF-16", "utf-16"),
+    (b"\xfe\xff", "UTF-16", "utf-16"),
+)
+
+
+def unicode_bom(raw: bytes) -> tuple[str, str] | None:
+    """(name, Python codec) of the UTF-16/UTF-32 byte-order mark ``raw`` starts with, if any."""
+    for mark, name, codec in UNICODE_BOMS:
+        if raw.startswith(mark):
+            return name, codec
+    return None
+
+
 def decode(raw: bytes) -> tuple[str, bool]:
-    """Return (text without BOM, had_bom); raise DecodeProblem for empty, binary or non-UTF-8 input."""
+    """Return (text without BOM, had_bom); raise DecodeProblem for empty, binary, UTF-16/32 or
+    non-UTF-8 input (never rewritten in another encoding: the user converts it)."""
     if not raw.strip():
         raise DecodeProblem("file-empty", "the file is empty" if not raw else "the file holds only whitespace")
+    other = unicode_bom(raw)
+    if other is not None:
+        raise DecodeProblem("file-encoding", f"the file is {other[0]} text: save it as UTF-8", 1, 1)
     if b"\x00" in raw[:8192]:
         line = raw[: raw.index(b"\x00")].count(b"\n") + 1
         raise DecodeProblem("file-binary", "the file is binary (it contains NUL bytes), not a text document", line)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..core.document import Document
 from ..core.findings import Finding
-from ..core.source import split_lines
+from ..core.source import split_lines, unicode_bom
 from ..core.validate import validate
 
 VALID, WARNINGS, ERRORS = "valid", "warnings", "errors"
@@ -104,6 +104,9 @@ def _display_text(doc: Document) -> tuple[str, str | None]:
         return doc.text, None
     rules = {f.rule for f in doc.load_findings}
     if "file-encoding" in rules:
+        other = unicode_bom(doc.raw)
+        if other is not None:  # UTF-16/32: readable here, but never edited until saved as UTF-8
+            return doc.raw.decode(other[1], errors="replace").lstrip("\ufeff"), None
         # Show the bytes decoded with U+FFFD for the bad ones, so the finding's place can be seen.
         return doc.raw.decode("utf-8", errors="replace").lstrip("\ufeff"), None
     if "file-binary" in rules:
