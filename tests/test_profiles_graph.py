@@ -9,6 +9,8 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+from ctxfst_tui.core import graph as graph_module
+from ctxfst_tui.core import profiles as profiles_module
 from ctxfst_tui.core.graph import (
     DEFAULT_MIN_SCORE,
     DEFAULT_TOP_K,
@@ -87,6 +89,22 @@ def test_graph_from_export_matches_reference(expected_case):
 def test_graph_from_profiles_matches_reference(expected_case):
     graph = build_entity_graph(expected_case["profiles"], "entity-profiles.json")
     assert_same(_without_input(graph), _without_input(expected_case["graph_from_profiles"]))
+
+
+def test_text_is_laid_out_as_the_reference_writes_it(expected_case):
+    """json.dump(..., indent=2, ensure_ascii=False): two-space indent, UTF-8 unescaped, no final newline."""
+    profiles = build_entity_profiles(expected_case["export"], "chunks.json")
+    graph = build_entity_graph(expected_case["export"], "chunks.json")
+    for text, obj in ((profiles_module.dumps(profiles), profiles), (graph_module.dumps(graph), graph)):
+        assert text == json.dumps(obj, indent=2, ensure_ascii=False)
+        assert not text.endswith("\n") and text.startswith('{\n  "meta": {\n    "input": "chunks.json",')
+        assert json.loads(text) == obj
+
+
+def test_non_ascii_is_written_unescaped():
+    export = {"entities": [{"id": "entity:são-paulo", "name": "São Paulo 圣保罗", "type": "place"}], "chunks": []}
+    assert '"name": "São Paulo 圣保罗"' in profiles_module.dumps(build_entity_profiles(export, "é.json"))
+    assert '"name": "São Paulo 圣保罗"' in graph_module.dumps(build_entity_graph(export, "é.json"))
 
 
 def test_key_order_follows_reference(expected_case):
@@ -275,28 +293,43 @@ def test_graph_rejects_malformed_input():
         build_entity_graph(["not", "an", "object"], "bad.json")
 
 
-def test_extra_edges_merged_and_invalid_ones_reported():
+def test_extra_edges_merged_and_malformed_ones_skipped_with_a_warning():
     warnings: list[str] = []
     extra = [
         {"source": "entity:python", "target": "entity:gardening", "relation": "EVIDENCE", "score": 0.5},
         {"source": "entity:python", "relation": "IMPLIES"},
         "not an object",
-        {"source": "entity:pandas", "target": "entity:python", "relation": "MADE_UP"},
+        {"source": "entity:pandas", "target": "entity:python", "relation": "BLOCKED_BY", "properties": {"why": "x"}},
     ]
     graph = build_entity_graph(TOY_EXPORT, "toy.json", extra_edges=extra, on_warning=warnings.append)
     appended = graph["edges"][-2:]
-    assert appended[0] == {
-        "source": "entity:python",
-        "target": "entity:gardening",
-        "relation": "EVIDENCE",
-        "score": 0.5,
-        "properties": {},
-    }
-    assert appended[1]["relation"] == "MADE_UP"  # kept, as the reference does, but warned about
+    assert appended == [
+        {"source": "entity:python", "target": "entity:gardening", "relation": "EVIDENCE", "score": 0.5, "properties": {}},
+        {"source": "entity:pandas", "target": "entity:python", "relation": "BLOCKED_BY", "properties": {"why": "x"}},
+    ]
     assert graph["meta"]["extra_edge_count"] == 2
     assert graph["meta"]["edge_count"] == len(graph["edges"])
-    assert len(warnings) == 3
-    assert all("\n" not in message for message in warnings)
+    assert warnings == ["extra-edges[1] missing source/target, skipping", "extra-edges[2] is not an object, skipping"]
+
+
+@pytest.mark.parametrize(
+    "edge, shown",
+    [
+        ({"source": "entity:pandas", "target": "entity:python", "relation": "MADE_UP"}, "'MADE_UP'"),
+        ({"source": "entity:pandas", "target": "entity:python", "relation": "similar"}, "'similar'"),  # case counts
+        ({"source": "entity:pandas", "target": "entity:python"}, "''"),  # no relation at all
+        ({"source": "entity:pandas", "target": "entity:python", "relation": 7}, "7"),
+    ],
+)
+def test_unknown_extra_edge_relation_is_an_error_as_in_the_reference(edge, shown):
+    """The reference's build_entity_graph.py exits 1 on an unknown relation; it never keeps the edge."""
+    good = {"source": "entity:python", "target": "entity:pandas", "relation": "IMPLIES"}
+    with pytest.raises(GraphInputError) as raised:
+        build_entity_graph(TOY_EXPORT, "toy.json", extra_edges=[good, edge], on_warning=pytest.fail)
+    message = str(raised.value)
+    assert message.startswith(f"extra-edges[1] has unknown relation {shown}, allowed: ")
+    assert "BLOCKED_BY, COMPLETED, EVIDENCE, IMPLIES, LEADS_TO, REQUIRES, SIMILAR" in message
+    assert "\n" not in message
 
 
 @pytest.mark.parametrize("bad_file_content", [{"edges": []}, "edges", 3])

@@ -87,7 +87,12 @@ def export_documents(docs: Iterable[Document]) -> ExportResult:
 
 
 def dumps(result: ExportResult, fmt: str = "json", pretty: bool = False) -> str:
-    """Serialise as one JSON object, or as JSON Lines with one chunk record a line."""
+    """Serialise as one JSON object, or as JSON Lines with one chunk record a line.
+
+    "json" is byte for byte what the reference writes (``json.dump(data, f, ensure_ascii=False)``,
+    ``--pretty``: ``indent=2``; no trailing newline), so its users' pipelines and diffs see no
+    change. JSON Lines has no reference: each record ends with a newline, as that format requires.
+    """
     if fmt == "jsonl":
         return "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in result.chunks)
-    return json.dumps(result.to_json(), ensure_ascii=False, indent=2 if pretty else None) + "\n"
+    return json.dumps(result.to_json(), ensure_ascii=False, indent=2 if pretty else None)

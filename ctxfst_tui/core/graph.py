@@ -12,6 +12,7 @@ edges.  The result is a plain JSON-able dict (the entity-graph.json object);
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 from collections import Counter, defaultdict
@@ -40,6 +41,7 @@ __all__ = [
     "GraphInputError",
     "build_entity_graph",
     "detect_input_type",
+    "dumps",
     "infer_operational_edges",
     "to_networkx",
     "validate_extra_edges",
@@ -355,9 +357,12 @@ def infer_operational_edges(entities_by_id: dict[str, dict[str, Any]]) -> list[d
 def validate_extra_edges(raw: Any, on_warning: WarningSink | None = None) -> list[dict[str, Any]]:
     """Normalise hand-written edges (the parsed ``--extra-edges`` file).
 
-    As in the reference, the file must be a JSON array (else GraphInputError);
-    items that are not objects or lack source/target are skipped with a
-    warning, and unknown relations are kept with a warning.
+    As in the reference ``build_entity_graph.py``, the file must be a JSON array,
+    and an edge whose relation is not one of ``VALID_EDGE_RELATIONS`` (a missing
+    relation included) is an error: GraphInputError naming the edge and the
+    relation, raised before any graph is built, so no output is written.  Items
+    that are not objects or lack source/target are skipped with a warning
+    (through ``on_warning``), as there.
     """
     warn = on_warning or _log.warning
     if not isinstance(raw, list):
@@ -375,11 +380,11 @@ def validate_extra_edges(raw: Any, on_warning: WarningSink | None = None) -> lis
             continue
         relation = item.get("relation", "")
         if not isinstance(relation, str) or relation not in VALID_EDGE_RELATIONS:
-            warn(
+            raise GraphInputError(
                 f"extra-edges[{position}] has unknown relation {relation!r}, "
-                f"allowed: {sorted(VALID_EDGE_RELATIONS)}"
+                f"allowed: {', '.join(sorted(VALID_EDGE_RELATIONS))}"
             )
-        edge: dict[str, Any] = {"source": source, "target": target, "relation": copy.deepcopy(relation)}
+        edge: dict[str, Any] = {"source": source, "target": target, "relation": relation}
         for optional in ("score", "shared_chunk_count"):
             if optional in item:
                 edge[optional] = copy.deepcopy(item[optional])
@@ -417,8 +422,9 @@ def build_entity_graph(
     """Build the entity-graph.json object from a chunks.json or entity-profiles.json object.
 
     ``extra_edges`` is the parsed content of an extra-edges file (a JSON
-    array; anything else raises GraphInputError).  Skipped or odd extra edges
-    are reported through ``on_warning`` (default: this module's logger).
+    array; anything else, or an edge with an unknown relation, raises
+    GraphInputError).  Skipped extra edges are reported through ``on_warning``
+    (default: this module's logger).
     """
     min_score = _check_options(mode, top_k, min_score)
     if detect_input_type(data) == "export":
@@ -449,6 +455,15 @@ def build_entity_graph(
         "nodes": parts["nodes"],
         "edges": edges,
     }
+
+
+def dumps(graph_dict: dict[str, Any]) -> str:
+    """entity-graph.json text exactly as the reference writes it.
+
+    ``json.dump(graph, f, indent=2, ensure_ascii=False)``: two-space indent, non-ASCII
+    unescaped, no trailing newline, so a re-run reproduces the reference's committed files.
+    """
+    return json.dumps(graph_dict, indent=2, ensure_ascii=False)
 
 
 # ---------------------------------------------------------------- networkx

@@ -10,6 +10,7 @@ written back into the core schema; profiles are recomputed from the export.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections import Counter, defaultdict
 from typing import Any
@@ -22,6 +23,7 @@ __all__ = [
     "build_entity_profiles",
     "check_export",
     "collect_mentions",
+    "dumps",
     "index_entities",
     "tokenize",
     "truncate_words",
@@ -294,3 +296,12 @@ def build_entity_profiles(
         },
         "entities": profiles,
     }
+
+
+def dumps(profiles: dict[str, Any]) -> str:
+    """entity-profiles.json text exactly as the reference writes it.
+
+    ``json.dump(profiles, f, indent=2, ensure_ascii=False)``: two-space indent, non-ASCII
+    unescaped, no trailing newline, so a re-run reproduces the reference's committed files.
+    """
+    return json.dumps(profiles, indent=2, ensure_ascii=False)
