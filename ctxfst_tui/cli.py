@@ -235,7 +235,7 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(f"{args.input}: {exc}", 1) from None
     _emit_output(args.output, dumps(out))
-    print(f"wrote {_output_name(args.output)}", file=sys.stderr)
+    print(f"wrote {args.output}" if args.output != "-" else "wrote to stdout", file=sys.stderr)
     return 0
 
 
@@ -271,7 +271,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
         _emit_output(args.output, buffer.getvalue())
     else:
         _emit_output(args.output, graph.dumps(out))
-    print(f"wrote {_output_name(args.output)}", file=sys.stderr)
+    print(f"wrote {args.output}" if args.output != "-" else "wrote to stdout", file=sys.stderr)
     return 0
 
 

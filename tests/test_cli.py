@@ -130,6 +130,196 @@ def test_graph_bad_json_is_one_line(tmp_path, capsys):
     assert len(err) == 1 and f"{bad}:2:1: not valid JSON" in err[0]
 
 
+# ------------------------------------------------ byte layout, exit status and options of the reference
+
+def test_export_bytes_are_the_references(tmp_path):
+    """json.dump(data, f, ensure_ascii=False): compact, UTF-8 unescaped, no trailing newline;
+    --pretty: indent 2. A script diffing against the reference's chunks.json sees no change."""
+    doc = tmp_path / "doc.md"
+    doc.write_text((SAMPLE_DOCS / "platform-runbook.ctxfst.md").read_text(encoding="utf-8").replace(
+        "name: Kubernetes", "name: Kubernetes – 쿠버네티스", 1), encoding="utf-8")
+    out, pretty = tmp_path / "chunks.json", tmp_path / "pretty.json"
+    assert main(["export", str(doc), "--output", str(out)]) == 0
+    assert main(["export", str(doc), "--output", str(pretty), "--pretty"]) == 0
+    data = json.loads(out.read_bytes())
+    assert "Kubernetes – 쿠버네티스" in [e["name"] for e in data["entities"]]
+    assert out.read_bytes() == json.dumps(data, ensure_ascii=False).encode("utf-8")
+    assert pretty.read_bytes() == json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8")
+    assert not out.read_bytes().endswith(b"\n") and not pretty.read_bytes().endswith(b"\n")
+    assert "쿠버네티스".encode("utf-8") in out.read_bytes()
+
+
+def test_jsonl_lines_still_end_with_a_newline(tmp_path):
+    out = tmp_path / "chunks.jsonl"
+    assert main(["export", str(SAMPLE_DOCS / "platform-runbook.ctxfst.md"), "-o", str(out), "--format", "jsonl"]) == 0
+    raw = out.read_bytes()
+    assert raw.endswith(b"}\n") and raw.count(b"\n") == 3
+
+
+def _pipeline(tmp_path, doc=SAMPLE_DOCS / "platform-runbook.ctxfst.md"):
+    chunks, prof, graph = tmp_path / "chunks.json", tmp_path / "profiles.json", tmp_path / "graph.json"
+    assert main(["export", str(doc), "-o", str(chunks)]) == 0
+    assert main(["profiles", str(chunks), "-o", str(prof)]) == 0
+    assert main(["graph", str(prof), "-o", str(graph)]) == 0
+    return chunks, prof, graph
+
+
+def test_profiles_and_graph_files_are_laid_out_as_the_reference(tmp_path):
+    _chunks, prof, graph = _pipeline(tmp_path)
+    for path in (prof, graph):
+        text = path.read_text(encoding="utf-8")
+        assert text == json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        assert text.endswith("\n}") and not text.endswith("\n")
+
+
+def test_dash_writes_the_same_bytes_to_a_pipe(tmp_path):
+    chunks, prof, graph = _pipeline(tmp_path)
+    doc = SAMPLE_DOCS / "platform-runbook.ctxfst.md"
+    for args, same_as in ((["export", doc], chunks), (["profiles", chunks], prof), (["graph", prof], graph)):
+        p = subprocess.run([*CLI, *map(str, args), "--output", "-"], capture_output=True, cwd=tmp_path, timeout=120)
+        assert p.returncode == 0, p.stderr
+        got, want = p.stdout, same_as.read_bytes()
+        if args[0] != "export":  # meta.input is the input path as given: relative here
+            got = got.replace(f'"input": "{chunks.name}"'.encode(), f'"input": "{chunks}"'.encode())
+            got = got.replace(f'"input": "{prof.name}"'.encode(), f'"input": "{prof}"'.encode())
+        assert got == want
+        assert b"to stdout" in p.stderr
+    assert not (tmp_path / "-").exists()
+
+
+def test_dash_on_a_terminal_ends_with_a_newline(tmp_path):
+    """Only on a terminal: the shell prompt must not be glued to the closing brace."""
+    import pty
+
+    chunks, _prof, _graph = _pipeline(tmp_path)
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([*CLI, "profiles", str(chunks), "-o", "-"], stdout=slave, stderr=subprocess.PIPE, timeout=120)
+        os.close(slave)
+        slave = -1
+        out = b""
+        while True:
+            try:
+                piece = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its side
+                break
+            if not piece:
+                break
+            out += piece
+    finally:
+        os.close(master)
+        if slave != -1:
+            os.close(slave)
+    assert p.returncode == 0
+    text = out.decode("utf-8").replace("\r\n", "\n")
+    assert text.endswith("\n}\n")
+    assert json.loads(text)["meta"]["max_contexts"] == 3
+
+
+def test_profiles_max_contexts_and_top_keywords(tmp_path):
+    chunks, prof, _graph = _pipeline(tmp_path)
+    default = json.loads(prof.read_text())
+    assert (default["meta"]["max_contexts"], default["meta"]["top_keywords"]) == (3, 8)
+    small = tmp_path / "small.json"
+    assert main(["profiles", str(chunks), "-o", str(small), "--max-contexts", "1", "--top-keywords", "2"]) == 0
+    got = json.loads(small.read_text())
+    assert (got["meta"]["max_contexts"], got["meta"]["top_keywords"]) == (1, 2)
+    assert max(len(e["contexts"]) for e in got["entities"]) == 1
+    assert max(len(e["keywords"]) for e in got["entities"]) == 2
+    assert max(len(e["keywords"]) for e in default["entities"]) > 2  # the option is what cut them
+    assert any(len(e["contexts"]) > 1 for e in default["entities"])
+
+
+@pytest.mark.parametrize("option", ["--max-contexts", "--top-keywords"])
+def test_profiles_option_below_one_is_exit_1_and_writes_nothing(tmp_path, capsys, option):
+    chunks, _prof, _graph = _pipeline(tmp_path)
+    capsys.readouterr()
+    out = tmp_path / "p.json"
+    assert main(["profiles", str(chunks), "-o", str(out), option, "0"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [f"ctxfst-tui: {option} must be >= 1 (got 0)"]
+    assert not out.exists()
+
+
+def test_graph_unknown_extra_relation_is_exit_1_naming_it_and_writes_nothing(tmp_path):
+    chunks, _prof, graph = _pipeline(tmp_path)
+    before = graph.read_bytes()
+    edges = tmp_path / "edges.json"
+    edges.write_text(json.dumps([
+        {"source": "entity:helm", "target": "entity:kubernetes", "relation": "REQUIRES"},
+        {"source": "entity:helm", "target": "entity:kubernetes", "relation": "DEPENDS_ON"},
+    ]))
+    fresh = tmp_path / "fresh.json"
+    for out in (fresh, graph):  # neither a new file nor a replaced one
+        p = run("graph", chunks, "--extra-edges", edges, "--output", out)
+        assert p.returncode == 1
+        err = p.stderr.strip().splitlines()
+        assert len(err) == 1 and str(edges) in err[0] and "extra-edges[1] has unknown relation 'DEPENDS_ON'" in err[0]
+        assert "Traceback" not in p.stderr
+    assert not fresh.exists() and graph.read_bytes() == before
+
+
+def test_graph_known_extra_relations_are_merged_and_bad_items_warned(tmp_path):
+    chunks, _prof, _graph = _pipeline(tmp_path)
+    edges = tmp_path / "edges.json"
+    edges.write_text(json.dumps([{"source": "entity:helm", "relation": "REQUIRES"},
+                                 {"source": "entity:helm", "target": "entity:kubernetes", "relation": "EVIDENCE"}]))
+    out = tmp_path / "g.json"
+    p = run("graph", chunks, "--extra-edges", edges, "--output", out)
+    assert p.returncode == 0, p.stderr
+    assert f"warning: {edges}: extra-edges[0] missing source/target, skipping" in p.stderr
+    g = json.loads(out.read_text())
+    assert g["edges"][-1]["relation"] == "EVIDENCE" and g["meta"]["extra_edge_count"] == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--top-k", "0"], "--top-k must be >= 1 (got 0)"),
+    (["--min-score", "1.5"], "--min-score must be between 0.0 and 1.0 (got 1.5)"),
+])
+def test_graph_bad_option_is_exit_1_naming_the_option(tmp_path, capsys, args, message):
+    chunks, _prof, _graph = _pipeline(tmp_path)
+    capsys.readouterr()
+    assert main(["graph", str(chunks), "-o", str(tmp_path / "g.json"), *args]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [f"ctxfst-tui: {message}"]
+    assert not (tmp_path / "g.json").exists()
+
+
+def _write_doc(tmp_path, undefined_link: bool) -> Path:
+    """A document whose only possible error is a chunk linking an undefined entity."""
+    link = "entity:nowhere" if undefined_link else "entity:helm"
+    doc = tmp_path / ("bad.md" if undefined_link else "good.md")
+    doc.write_text(
+        "---\ntitle: t\nentities:\n  - id: entity:helm\n    name: Helm\n    type: tool\n"
+        "chunks:\n  - id: workflow:deploy\n    tags: [Helm]\n"
+        f"    entities: [{link}]\n"
+        "    context: How the team deploys a release of the service to the cluster with Helm charts.\n"
+        "---\n\n<Chunk id=\"workflow:deploy\">\n## Deploy\n\nRun helm upgrade --install with the values file.\n</Chunk>\n",
+        encoding="utf-8")
+    return doc
+
+
+@pytest.mark.parametrize("mode", [[], ["--json"], ["-j"], ["--level", "fix"], ["-j", "-l", "suggest"]])
+def test_diagnose_exits_1_iff_an_error_finding(tmp_path, mode):
+    bad, good = _write_doc(tmp_path, True), _write_doc(tmp_path, False)
+    for doc, want in ((bad, 1), (good, 0)):
+        p = run("diagnose", doc, *mode, "--json")  # read the findings from JSON whatever the mode
+        severities = {i["severity"] for i in json.loads(p.stdout)["issues"]}
+        assert ("error" in severities) == (want == 1), severities
+        q = run("diagnose", doc, *mode)
+        assert q.returncode == want, (doc.name, mode, q.stdout[-500:])
+    folder = run("diagnose", tmp_path, *mode)  # a folder: 1 when any document has an error
+    assert folder.returncode == 1
+
+
+def test_diagnose_short_options_are_the_long_ones(capsys):
+    doc = str(SAMPLE_DOCS / "broken-example.ctxfst.md")
+    assert main(["diagnose", doc, "--json", "--level", "fix"]) == 1
+    long = capsys.readouterr().out
+    assert main(["diagnose", doc, "-j", "-l", "fix"]) == 1
+    assert capsys.readouterr().out == long and any("fix" in i for i in json.loads(long)["issues"])
+    assert main(["diagnose", doc, "-l", "suggest"]) == 1
+    assert "suggestion:" in capsys.readouterr().out
+
+
 def test_diagnose_json_reference_shape(capsys):
     main(["diagnose", str(SAMPLE_DOCS / "frontend-notes.ctxfst.md"), "--json", "--level", "fix"])
     data = json.loads(capsys.readouterr().out)
