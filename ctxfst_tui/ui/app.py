@@ -283,6 +283,7 @@ class WorkbenchApp(App[None]):
     def on_unmount(self) -> None:
         if self.job is not None:
             self.job.cancel.set()
+        self.journal.release()  # an unmount without exit (as under Pilot) lets go of the journal's lock
 
     def exit(self, *args: Any, **kwargs: Any) -> None:
         self.save_state()
