@@ -164,3 +164,34 @@ def test_a_utf16_document_is_shown_decoded_and_named(tmp_path: Path) -> None:
     assert report.problem == "cannot read it: the file is UTF-16 text: save it as UTF-8"
     assert report.text.splitlines()[16] == NESTED_TAG  # the text, not its bytes as UTF-8 with NULs
     assert [(f.rule, f.line) for f in report.findings] == [("file-encoding", 1)]
+
+
+@pytest.mark.parametrize("name", ["cr-only.md", "line-separator.md"])
+async def test_enter_in_the_diagnosis_lands_on_the_source_line(folder: Path, name: str) -> None:
+    from ctxfst_tui.ui.widgets.diagnosis_pane import DiagnosisTree
+
+    doc = Document.load(folder / name)
+    nested = next(f for f in validate(doc) if f.rule == "tag-nested")
+    app = WorkbenchApp(folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await open_document(app, pilot, folder / name)
+        await pilot.press("4")
+        await settle(app, pilot)
+        tree = app.screen.query_one(DiagnosisTree)
+        assert app.focused is tree
+        # The inner chunk is small: the diagnosis names its tag's line (after the U+2028 or CRs).
+        targets = [i for i in tree.items if i.rule == "chunk-small" and i.line == nested.line]
+        assert targets, [(i.rule, i.line) for i in tree.items]
+        for _ in range(len(tree.items) + 1):
+            if tree.current == targets[0]:
+                break
+            await pilot.press("n")
+        assert tree.current == targets[0]
+        await pilot.press("enter")
+        await settle(app, pilot)
+        source = app.screen.query_one(SourceView)
+        assert app.focused is source
+        row = source.cursor_location[0]
+        assert row == nested.line - 1
+        assert source.render_line(row - source.scroll_offset.y).text.split(" ", 2)[2].startswith(NESTED_TAG)
