@@ -9,7 +9,25 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class YesNoModal(ModalScreen[bool]):
+    """A modal answered yes or no: its ``#yes`` / ``#no`` buttons and ``answer`` bindings dismiss it
+    with True / False. The button named by ``focus_button`` has focus (Enter presses it); a
+    subclass sets it rather than defining ``on_mount``, which Textual would run as well as this one."""
+
+    focus_button = "#yes"
+
+    def on_mount(self) -> None:
+        self.query_one(self.focus_button, Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+
+class ConfirmScreen(YesNoModal):
     """Dismisses with True (y / Enter on Yes) or False (n / Escape)."""
 
     DEFAULT_CSS = """
@@ -37,7 +55,7 @@ class ConfirmScreen(ModalScreen[bool]):
         super().__init__()
         self.question = question
         self.yes, self.no = yes, no
-        self.focus_yes = focus_yes  # False when "yes" loses work: Enter then cancels
+        self.focus_button = "#yes" if focus_yes else "#no"  # "#no" when yes loses work: Enter then cancels
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -45,13 +63,3 @@ class ConfirmScreen(ModalScreen[bool]):
             with Horizontal(id="buttons"):
                 yield Button(self.no, id="no")
                 yield Button(self.yes, id="yes", variant="primary")
-
-    def on_mount(self) -> None:
-        self.query_one("#yes" if self.focus_yes else "#no", Button).focus()
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, value: bool) -> None:
-        self.dismiss(value)

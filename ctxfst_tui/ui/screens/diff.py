@@ -1,13 +1,13 @@
 """The diff of an entity operation, coloured, with a confirm button: nothing merges unseen."""
 from __future__ import annotations
 
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
+
+from .confirm import YesNoModal
 
 
 def coloured(diff: str) -> Content:
@@ -27,7 +27,7 @@ def coloured(diff: str) -> Content:
     return Content("\n").join(lines)
 
 
-class DiffScreen(ModalScreen[bool]):
+class DiffScreen(YesNoModal):
     """Dismisses with True (y, or Enter on the confirm button) or False (n / Escape)."""
 
     DEFAULT_CSS = """
@@ -78,12 +78,4 @@ class DiffScreen(ModalScreen[bool]):
                 yield Button("Cancel", id="no")
                 yield Button(self.yes, id="yes", variant="primary")
 
-    def on_mount(self) -> None:
-        self.query_one("#yes", Button).focus()
 
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, value: bool) -> None:
-        self.dismiss(value)

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from .confirm import YesNoModal
 from .diff import coloured
 
 STATES = {
@@ -35,7 +34,7 @@ class RecoveryItem:
         return self.state != "unchanged"
 
 
-class RecoveryScreen(ModalScreen[bool]):
+class RecoveryScreen(YesNoModal):
     """Dismisses with True (y / Enter: recover as unsaved edits) or False (n: discard them)."""
 
     DEFAULT_CSS = """
@@ -124,15 +123,7 @@ class RecoveryScreen(ModalScreen[bool]):
                 yield Button("Discard (n)", id="no", variant="error")
                 yield Button("Recover (y)", id="yes", variant="primary")
 
-    def on_mount(self) -> None:
-        self.query_one("#yes", Button).focus()
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
 
     def action_scroll(self, lines: int) -> None:
         self.query_one("#recovery-scroll", VerticalScroll).scroll_relative(y=lines, animate=False)
 
-    def action_answer(self, value: bool) -> None:
-        self.dismiss(value)
