@@ -820,8 +820,12 @@ def run_app(argv: Sequence[str]) -> int:
         settings = ModelSettings("gguf", model_path=args.model, **sizes)
     else:
         settings = ModelSettings(**sizes)
-    WorkbenchApp(folder, model_settings=settings, watch_disk=True).run()
-    return 0
+    from .config import state_dir
+    from .core.journal import journal_dir
+    from .crash_guard import run_guarded
+
+    return run_guarded(lambda: WorkbenchApp(folder, model_settings=settings, watch_disk=True).run(),
+                       journal=str(journal_dir(folder)), crash_log=state_dir() / "logs" / "crash.log")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
