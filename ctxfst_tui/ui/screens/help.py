@@ -11,13 +11,14 @@ the workbench declares, for the default config file and for checking the user's 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from rich.table import Table
 from textual.app import App, ComposeResult, ScreenStackError
-from textual.binding import Binding
+from textual.binding import ActiveBinding, Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.dom import DOMNode
@@ -45,14 +46,50 @@ class KeyGroup:
     rows: tuple[KeyRow, ...]
 
 
+# What the help calls each screen and pane: its class name means nothing to a reader.
+TITLES = {
+    "WorkbenchScreen": "Workbench",
+    "DocumentTree": "Documents",
+    "FindingsPane": "Findings",
+    "SourceView": "Source",
+    "ChunkMap": "Chunk list",
+    "ChunkPreview": "Chunks",
+    "EntityPanel": "Entities",
+    "EntityTable": "Entities table",
+    "ClusterList": "Suggested merges",
+    "DiagnosisPane": "Diagnosis",
+    "DiagnosisTree": "Diagnosis tree",
+    "SummaryPane": "Summary",
+    "SummaryTree": "Summary tree",
+}
+
+# Bindings listed (dimmed, "when" added) even while ``check_action`` hides them: keys that do
+# nothing now but are worth knowing before the moment comes.
+LISTED_WHEN_HIDDEN = {"cancel-job": "while a model job runs"}
+
+# Keys declared elsewhere (a tree's own, the screen's) that do something particular in a pane:
+# pane class → (action, what the key does there), listed in the pane's group when a press reaches them.
+ALSO_IN_PANE = {
+    "SummaryPane": (
+        ("toggle_node", "Open or close a chapter"),
+        ("reload", "Read the manuscript again: summaries whose source changed turn ~ stale"),
+    ),
+}
+
+
+def _words(name: str) -> str:
+    """``ModelSettingsScreen`` → ``Model settings``: a class name as words, for a node not in TITLES."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", name) or [name]
+    if len(words) > 1 and words[-1] == "Screen":
+        words = words[:-1]
+    return " ".join([words[0], *(w.lower() for w in words[1:])])
+
+
 def _title(node: DOMNode, focused: DOMNode | None) -> str:
-    name = type(node).__name__
     if isinstance(node, App):
-        return f"Everywhere · {name}"
-    if isinstance(node, Screen):
-        return f"This screen · {name}"
-    label = str(getattr(node, "border_title", "") or "")
-    label = f"{label} · {name}" if label else name
+        return "Everywhere"
+    name = type(node).__name__
+    label = TITLES.get(name) or str(getattr(node, "border_title", "") or "") or _words(name)
     return f"{label} (focused)" if node is focused else label
 
 
@@ -68,13 +105,22 @@ def key_groups(screen: Screen) -> list[KeyGroup]:
     rank = {id(node): i for i, node in enumerate(chain)}
     nodes: dict[int, DOMNode] = {}
     rows: dict[int, dict[object, tuple[list[str], KeyRow]]] = {}
-    for active in screen.active_bindings.values():
-        binding, node = active.binding, active.node
+
+    def add(node: DOMNode, binding: Binding, enabled: bool, description: str | None = None) -> None:
         nodes[id(node)] = node
         same = binding.id or (binding.action, binding.description)  # "u,ctrl+z" arrives as two bindings
         keys, row = rows.setdefault(id(node), {}).setdefault(same, ([], KeyRow(
-            "", binding.description or binding.tooltip or binding.action, binding.id, active.enabled)))
+            "", description or binding.description or binding.tooltip or binding.action, binding.id, enabled)))
         keys.append(app.get_key_display(binding))
+
+    active = screen.active_bindings.values()
+    for item in active:
+        add(item.node, item.binding, item.enabled)
+    for node, bindings in screen._modal_binding_chain:  # (with the keymap applied, as active_bindings)
+        for _key, binding in bindings:
+            when = LISTED_WHEN_HIDDEN.get(binding.id or "")
+            if when and app._check_action_state(binding.action, node) is False:
+                add(node, binding, False, f"{binding.description} ({when})")
     groups = []
     generic: dict[tuple[str, str], KeyRow] = {}  # Textual's own cursor/scroll keys, from every node
     for key, by_id in sorted(rows.items(), key=lambda item: rank.get(item[0], len(chain))):
@@ -86,9 +132,29 @@ def key_groups(screen: Screen) -> list[KeyGroup]:
         own = tuple(r for r in merged if r.binding_id is not None)
         if own:
             groups.append(KeyGroup(_title(nodes[key], focused), nodes[key], own))
+    for node in chain:  # a pane in the focus chain: the keys that mean something particular there
+        extra = tuple(row for action, description in ALSO_IN_PANE.get(type(node).__name__, ())
+                      if (row := _row_for(active, app, action, description)) is not None)
+        if not extra:
+            continue
+        at = next((i for i, g in enumerate(groups) if g.node is node), None)
+        if at is None:
+            at = next((i for i, g in enumerate(groups) if rank.get(id(g.node), len(chain)) > rank[id(node)]), len(groups))
+            groups.insert(at, KeyGroup(_title(node, focused), node, extra))
+        else:
+            groups[at] = KeyGroup(groups[at].title, node, groups[at].rows + extra)
     if generic:  # last: the workbench's own keys come first, moving around is the same everywhere
         groups.append(KeyGroup(MOVING_AROUND, focused or screen, tuple(generic.values())))
     return groups
+
+
+def _row_for(active: Iterable[ActiveBinding], app: App, action: str, description: str) -> KeyRow | None:
+    """The keys a press of which reaches ``action`` now, as one row described for the pane; None if none does."""
+    found = [a for a in active if a.binding.action == action]
+    if not found:
+        return None
+    keys = ", ".join(dict.fromkeys(app.get_key_display(a.binding) for a in found))
+    return KeyRow(keys, description, found[0].binding.id, any(a.enabled for a in found))
 
 
 class KeyTable(Widget):
