@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from textual import on, work
@@ -49,7 +50,7 @@ from .messages import (
     WorkspaceSaved,
 )
 from .report import DocumentStatus, build_report, status_for
-from .screens.confirm import ConfirmScreen
+from .screens.quit import QuitScreen
 from .screens.help import HelpScreen, binding_catalogue
 from .screens.model_settings import ModelSettingsScreen
 from .screens.workbench import WorkbenchScreen
@@ -293,7 +294,8 @@ class WorkbenchApp(App[None]):
         super().exit(*args, **kwargs)
 
     async def action_quit(self) -> None:
-        """Quit, asking first when edits have not been saved."""
+        """Quit, asking first when edits have not been saved: save and quit (through the one save
+        path, quitting only once everything is written), quit without saving, or stay."""
         dirty = sorted(self.session.dirty_paths)
         if not dirty:
             self.exit()
@@ -301,15 +303,47 @@ class WorkbenchApp(App[None]):
         names = ", ".join(self.session.label(p) for p in dirty[:4]) + (" …" if len(dirty) > 4 else "")
         question = (
             f"[b]{len(dirty)} document{'s have' if len(dirty) != 1 else ' has'} unsaved changes[/]: {names}\n\n"
-            "Quit and lose them? (Cancel, then ctrl+s, saves them.)"
+            "Save them and quit, or quit and lose them?"
         )
 
-        def answered(yes: bool | None) -> None:
-            if yes:
+        def quit_if_saved(message: WorkspaceSaved) -> None:
+            """After the workbench has handled the save (marked saved, said what was written)."""
+            left = sorted(self.session.dirty_paths)
+            if message.error:
+                self.notify(f"The save failed, so the workbench stays open with your edits: {message.error}",
+                            title="Not quit", severity="error", timeout=10, markup=False)
+            elif left:
+                self.notify(f"{', '.join(self.session.label(p) for p in left[:4])} still "
+                            f"ha{'ve' if len(left) != 1 else 's'} unsaved changes (edited while saving); "
+                            "q again to save them too.", title="Not quit", severity="warning", timeout=8, markup=False)
+            else:
+                self.exit()
+
+        def save_then_quit() -> None:
+            screen = next((s for s in reversed(self.screen_stack) if isinstance(s, WorkbenchScreen)), None)
+            workspace = self.session.workspace
+            if screen is None or workspace is None:
+                self.notify("Nothing to save here.", title="Not quit", severity="warning", timeout=4)
+                return
+            if self._saving is not None:  # its reply goes to whoever asked; this one would never hear
+                self.notify("A save is still running: q again when it has finished.", title="Not quit",
+                            severity="warning", timeout=6)
+                return
+
+            def relay(message: WorkspaceSaved) -> bool:  # the save's reply (from its worker thread)
+                screen.post_message(message)  # the workbench handles it as a ctrl+s save …
+                return screen.call_later(quit_if_saved, message)  # … then this, queued behind it
+
+            self.save_workspace(workspace, SimpleNamespace(post_message=relay))  # type: ignore[arg-type]
+
+        def answered(answer: bool | str | None) -> None:
+            if answer == QuitScreen.SAVE:
+                save_then_quit()
+            elif answer is True:
                 self.journal.discard()  # lost on purpose: not offered back next time
                 self.exit()
 
-        self.push_screen(ConfirmScreen(question, yes="Quit without saving", focus_yes=False), answered)
+        self.push_screen(QuitScreen(question), answered)
 
     # ------------------------------------------------------------ workers
     @work(thread=True, group="scan", exclusive=True, exit_on_error=False, name="scanning the folder")
