@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from . import frontmatter as fmt
 from .document import Document
 from .validate import NEGATION, VALID_ENTITY_TYPES
 from .files import same_file
@@ -467,13 +468,24 @@ def _require_known(ws: Workspace, eid: Any, declared: bool = True) -> str:
 
 def _refuse_unloaded_mentions(ws: Workspace, eid: str) -> None:
     """Raise, naming the file and line of the frontmatter problem, if a document whose frontmatter
-    did not load mentions ``eid`` (as a whole id) anywhere in its text."""
+    did not load mentions ``eid`` (as a whole id) in that frontmatter: an edit only ever touches
+    the frontmatter, so a mention in the body (prose) does not make the document stale."""
     mention = re.compile(r"(?<![A-Za-z0-9_.:/+#@-])" + re.escape(eid) + r"(?![A-Za-z0-9_.:/+#@-])")
     for doc in ws.docs:
         err = doc.frontmatter_error
-        if doc.readable and err is not None and mention.search(doc.text):
+        if doc.readable and err is not None and mention.search(_frontmatter_text(doc)):
             raise EntityOpError(f"{doc.label}:{err.line}: cannot edit the frontmatter: {err.message}; "
                                 f"it mentions {eid}, so nothing was changed")
+
+
+def _frontmatter_text(doc: Document) -> str:
+    """The text of ``doc``'s frontmatter block, fences included; all of it when the block is not
+    closed (where it ends is unknown, so every line may belong to it)."""
+    try:
+        block = fmt.find_block(doc.lines)
+    except fmt.FrontmatterError:
+        return doc.text
+    return "".join(doc.lines[: block[1] + 1]) if block is not None else ""
 
 
 def _validate_new_id(new: Any) -> str:
