@@ -6,6 +6,7 @@ costs a fraction of the first run).
 """
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,11 +15,49 @@ from .chunk_spans import ChunkSpan, spans_from_chunks, spans_from_tags
 from .document import Document
 
 
+DEFAULT_BUDGETS = {"tokens": (256, 32), "chars": (1024, 128)}  # (size, overlap): the chunker's defaults
+_WHOLE_NUMBER = re.compile(r"[0-9]+")
+
+
 @dataclass(frozen=True)
 class Budget:
     unit: str = "tokens"
     size: int = 256
     overlap: int = 32
+
+    @classmethod
+    def default(cls, unit: str = "tokens") -> "Budget":
+        size, overlap = DEFAULT_BUDGETS.get(unit, DEFAULT_BUDGETS["tokens"])
+        return cls(unit, size, overlap)
+
+
+def size_range() -> tuple[int, int]:
+    """The chunk sizes the chunker accepts as they are (it clamps anything else)."""
+    from .chunker import MAX_SIZE, MIN_SIZE
+
+    return MIN_SIZE, MAX_SIZE
+
+
+def parse_budget(unit: str, size_text: str, overlap_text: str) -> tuple[Budget | None, dict[str, str]]:
+    """(the budget, None) when both fields hold values the chunker uses unchanged, else
+    (None, {"size" | "overlap": a one-line reason with the allowed range}).
+
+    Nothing is rounded, clamped or filtered: ``1.5e3``, ``-5``, ``5`` or an overlap above half the
+    size are refused and said so, because the chunker would otherwise quietly use another value."""
+    low, high = size_range()
+    problems: dict[str, str] = {}
+    size: int | None = None
+    s, o = size_text.strip(), overlap_text.strip()
+    if _WHOLE_NUMBER.fullmatch(s) and low <= int(s) <= high:
+        size = int(s)
+    else:
+        problems["size"] = f"Size must be a whole number from {low} to {high} {unit}, not {s or 'empty'}."
+    allowed = f"0 to {size // 2} (half the size)" if size is not None else "0 to half the size"
+    if not (_WHOLE_NUMBER.fullmatch(o) and (size is None or int(o) <= size // 2)):
+        problems["overlap"] = f"Overlap must be a whole number from {allowed}, not {o or 'empty'}."
+    if problems or size is None:
+        return None, problems
+    return Budget(unit, size, int(o)), {}
 
 
 class Previewer:

@@ -293,6 +293,8 @@ class WorkbenchScreen(Screen[None]):
 
     @on(ChunkPreview.RechunkRequested)
     def _rechunk(self, message: ChunkPreview.RechunkRequested) -> None:
+        if message.document != self.current:
+            return  # typed for a document that is no longer open (the preview kept it for that one)
         self.budget = Budget(message.unit, message.size, message.overlap)
         if self.current is not None and self.current_doc is not None:
             self.workbench.chunk_document(self.current_doc, self.budget, self, keep_selection=True)
@@ -1040,7 +1042,9 @@ class WorkbenchScreen(Screen[None]):
 
     def _open(self, path: Path, reloaded: bool = False, from_disk: bool = False) -> None:
         if path != self.current:
-            self.budget = None  # a newly opened document first shows its own boundaries
+            # Each document keeps its own chunk budget; until one is set it shows its own tags
+            # (a CtxFST document) or the chunker's defaults (a plain note): None.
+            self.budget = self.query_one(ChunkPreview).use_document(path)
             self.current_doc = None
         self.current = path
         self.query_one(DocumentTree).mark_opened(path)
