@@ -303,7 +303,7 @@ class WorkbenchApp(App[None]):
         names = ", ".join(self.session.label(p) for p in dirty[:4]) + (" …" if len(dirty) > 4 else "")
         question = (
             f"[b]{len(dirty)} document{'s have' if len(dirty) != 1 else ' has'} unsaved changes[/]: {names}\n\n"
-            "Save them and quit, or quit and lose them?"
+            "[b]s[/]/Enter save and quit · [b]y[/] quit without saving · [b]n[/]/esc stay"
         )
 
         def quit_if_saved(message: WorkspaceSaved) -> None:
