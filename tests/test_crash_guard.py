@@ -62,6 +62,22 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in out]
 
 
+def start_workbench(folder: Path, slave: int, screen: bytearray, master: int) -> subprocess.Popen:
+    """``python -m ctxfst_tui FOLDER`` on the pty, crash guard on; returns once it drew its screen."""
+    (folder / "notes.md").write_text(DOC, encoding="utf-8")
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
+    env.pop("CTXFST_TUI_NO_CRASH_GUARD", None)
+    proc = subprocess.Popen([sys.executable, "-m", "ctxfst_tui", str(folder)], stdin=slave, stdout=slave,
+                            stderr=slave, env=env, cwd=ROOT, start_new_session=True)
+    deadline = time.monotonic() + 90
+    while b"Entities" not in screen:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"the workbench never drew its screen: {bytes(screen[-2000:])!r}")
+        _read(master, screen, 0.2)
+    return proc
+
+
 def test_crash_message_names_the_signal_and_the_journal() -> None:
     line = crash_message(signal.SIGSEGV, "/state/journal/abc", "/state/logs/crash.log")
     assert "crashed (SIGSEGV)" in line and "/state/journal/abc" in line and "/state/logs/crash.log" in line
@@ -74,21 +90,13 @@ def test_crash_message_names_the_signal_and_the_journal() -> None:
 def test_a_segfault_of_the_real_workbench_gives_the_terminal_back(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
-    (folder / "notes.md").write_text(DOC, encoding="utf-8")
     state = Path(os.environ["CTXFST_TUI_STATE_DIR"])
     master, slave = pty_pair()
     before = termios.tcgetattr(slave)
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
-    env.pop("CTXFST_TUI_NO_CRASH_GUARD", None)
-    proc = subprocess.Popen([sys.executable, "-m", "ctxfst_tui", str(folder)], stdin=slave, stdout=slave,
-                            stderr=slave, env=env, cwd=ROOT, start_new_session=True)
     screen = bytearray()
+    proc = start_workbench(folder, slave, screen, master)
     try:
         deadline = time.monotonic() + 90
-        while b"Entities" not in screen:
-            assert proc.poll() is None, bytes(screen[-2000:])
-            assert time.monotonic() < deadline, "the workbench never drew its screen"
-            _read(master, screen, 0.2)
         _read(master, screen, 2.0)  # the folder scan and the first analysis
         assert termios.tcgetattr(slave)[3] & termios.ICANON == 0  # the workbench has the tty in raw mode
         children = _children(proc.pid)
@@ -125,18 +133,10 @@ def test_killing_the_watcher_ends_the_workbench(tmp_path: Path) -> None:
     """kill -9 of the process a user sees ends the workbench too (PR_SET_PDEATHSIG)."""
     folder = tmp_path / "docs"
     folder.mkdir()
-    (folder / "notes.md").write_text(DOC, encoding="utf-8")
     master, slave = pty_pair()
-    env = {**os.environ, "TERM": "xterm-256color"}
-    env.pop("CTXFST_TUI_NO_CRASH_GUARD", None)
-    proc = subprocess.Popen([sys.executable, "-m", "ctxfst_tui", str(folder)], stdin=slave, stdout=slave,
-                            stderr=slave, env=env, cwd=ROOT, start_new_session=True)
     screen = bytearray()
+    proc = start_workbench(folder, slave, screen, master)
     try:
-        deadline = time.monotonic() + 90
-        while b"Entities" not in screen:
-            assert proc.poll() is None and time.monotonic() < deadline
-            _read(master, screen, 0.2)
         (app_pid,) = _children(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
