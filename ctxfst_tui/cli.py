@@ -824,8 +824,11 @@ def run_app(argv: Sequence[str]) -> int:
     from .core.journal import journal_dir
     from .crash_guard import run_guarded
 
-    return run_guarded(lambda: WorkbenchApp(folder, model_settings=settings, watch_disk=True).run(),
-                       journal=str(journal_dir(folder)), crash_log=state_dir() / "logs" / "crash.log")
+    def workbench() -> int:
+        WorkbenchApp(folder, model_settings=settings, watch_disk=True).run()
+        return 0
+
+    return run_guarded(workbench, journal=str(journal_dir(folder)), crash_log=state_dir() / "logs" / "crash.log")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
