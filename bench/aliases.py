@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxfst_tui.core.aliases import AliasTable, default_table, suggest_clusters
+from ctxfst_tui.core.entities.aliases import AliasTable, default_table, suggest_clusters
 
 DATA = Path(__file__).resolve().parent / "data" / "alias_pairs.csv"
 

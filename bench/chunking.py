@@ -22,8 +22,8 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ctxfst_tui.core.chunker import ChunkOptions, Chunker, clear_caches  # noqa: E402
-from ctxfst_tui.core.tokens import get_encoding  # noqa: E402
+from ctxfst_tui.core.chunking.chunker import ChunkOptions, Chunker, clear_caches
+from ctxfst_tui.core.chunking.tokens import get_encoding
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")

@@ -470,10 +470,10 @@ def first_true(frames: list[tuple[float, object]], since: int, t0: float, index:
 
 def ours_open_probe(app, path: Path):  # noqa: ANN001, ANN201
     """(source shows it, summary shows it, chunk map has its spans, token counts shown)."""
-    from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
-    from ctxfst_tui.ui.widgets.chunk_preview import ChunkPreview
-    from ctxfst_tui.ui.widgets.document_summary import DocumentSummary
-    from ctxfst_tui.ui.widgets.source_view import SourceView
+    from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+    from ctxfst_tui.ui.widgets.chunks.preview import ChunkPreview
+    from ctxfst_tui.ui.widgets.document.summary import DocumentSummary
+    from ctxfst_tui.ui.widgets.document.source_view import SourceView
     from textual.widgets import Static
 
     screen = app.screen
@@ -572,14 +572,14 @@ class _Profiler:
 
     STEPS = [
         ("ctxfst_tui.ui.app", "build_report", "worker: build_report (read, parse, validate)"),
-        ("ctxfst_tui.core.preview", "Previewer.spans", "worker: Previewer.spans (chunk, count tokens)"),
-        ("ctxfst_tui.ui.widgets.source_view", "SourceView.show_text", "UI: SourceView.show_text"),
-        ("ctxfst_tui.ui.widgets.source_view", "SourceView.load_text", "UI:   TextArea.load_text"),
-        ("ctxfst_tui.ui.widgets.document_summary", "DocumentSummary.show_report", "UI: DocumentSummary.show_report"),
-        ("ctxfst_tui.ui.widgets.findings_pane", "FindingsPane.show_findings", "UI: FindingsPane.show_findings"),
-        ("ctxfst_tui.ui.widgets.chunk_preview", "ChunkPreview.show_spans", "UI: ChunkPreview.show_spans"),
-        ("ctxfst_tui.ui.widgets.chunk_map", "ChunkMap.show", "UI:   ChunkMap.show"),
-        ("ctxfst_tui.ui.widgets.chunk_map", "ChunkMap._build_rows", "UI:     ChunkMap._build_rows"),
+        ("ctxfst_tui.core.chunking.preview", "Previewer.spans", "worker: Previewer.spans (chunk, count tokens)"),
+        ("ctxfst_tui.ui.widgets.document.source_view", "SourceView.show_text", "UI: SourceView.show_text"),
+        ("ctxfst_tui.ui.widgets.document.source_view", "SourceView.load_text", "UI:   TextArea.load_text"),
+        ("ctxfst_tui.ui.widgets.document.summary", "DocumentSummary.show_report", "UI: DocumentSummary.show_report"),
+        ("ctxfst_tui.ui.widgets.diagnosis.findings", "FindingsPane.show_findings", "UI: FindingsPane.show_findings"),
+        ("ctxfst_tui.ui.widgets.chunks.preview", "ChunkPreview.show_spans", "UI: ChunkPreview.show_spans"),
+        ("ctxfst_tui.ui.widgets.chunks.chunk_map", "ChunkMap.show", "UI:   ChunkMap.show"),
+        ("ctxfst_tui.ui.widgets.chunks.chunk_map", "ChunkMap._build_rows", "UI:     ChunkMap._build_rows"),
     ]
 
     def __init__(self) -> None:
@@ -757,8 +757,8 @@ def fake_backend_factory(step: float, cpu: bool, calls: list[int]):  # noqa: ANN
 def start_fake_job(app, path: Path):  # noqa: ANN001, ANN201
     """Start a contextualize job on ``path`` the way ctrl+k does (app.start_job, the job status line),
     its body repeated until cancelled so it outlasts the measurement."""
-    from ctxfst_tui.core.contextualize import ContextualizeOptions
-    from ctxfst_tui.ui.jobs import Job, contextualize_job
+    from ctxfst_tui.core.contextualize.run import ContextualizeOptions
+    from ctxfst_tui.services.jobs import Job, contextualize_job
     from ctxfst_tui.ui.messages import JobFinished
 
     screen = app.screen
@@ -773,7 +773,7 @@ def start_fake_job(app, path: Path):  # noqa: ANN001, ANN201
     if not app.start_job(job, body, screen):
         raise RuntimeError("the app refused to start a job")
     try:
-        from ctxfst_tui.ui.widgets.job_status import JobStatus
+        from ctxfst_tui.ui.widgets.jobs.status import JobStatus
 
         screen.query_one(JobStatus).start(job)
     except Exception:  # noqa: BLE001 - the status line is a nicety here
@@ -786,8 +786,8 @@ async def ours_keys(folder: Path, md: Path, runbook: Path, size: tuple[int, int]
     """Key latencies on the open 1 MB document's source view and chunk map, idle and during a job."""
     import asyncio
 
-    from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
-    from ctxfst_tui.ui.widgets.source_view import SourceView
+    from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+    from ctxfst_tui.ui.widgets.document.source_view import SourceView
     from textual.widgets import TabbedContent, TabPane
 
     calls = [0]

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 
 import platformdirs
 
-from .core.files import regular_file, safe_resolve
+from ctxfst_tui.core.workspace.files import regular_file, safe_resolve
 
 APP_NAME = "ctxfst-tui"
 CONFIG_ENV = "CTXFST_TUI_CONFIG_DIR"
@@ -58,7 +58,7 @@ def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` safely (``core.safe_write``: temp file + rename, so a crash or a full disk
     leaves the old file whole; a symlinked config is written through; a new file gets 0644
     under umask 022)."""
-    from .core.safe_write import write_file
+    from ctxfst_tui.core.workspace.safe_write import write_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_file(path, text.encode("utf-8"))

@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 
-from ctxfst_tui.core.aliases import (
+from ctxfst_tui.core.entities.aliases import (
     AliasTable,
     Cluster,
     clusters_to_json,
@@ -125,7 +125,7 @@ def test_curated_table():
 
 
 def test_shipped_table_is_valid_and_large():
-    data = json.loads(resources.files("ctxfst_tui.core.data").joinpath("tech_aliases.json").read_text("utf-8"))
+    data = json.loads(resources.files("ctxfst_tui.core.entities.data").joinpath("tech_aliases.json").read_text("utf-8"))
     assert len(data["entries"]) >= 150
     for e in data["entries"]:
         assert isinstance(e["name"], str) and e["name"]

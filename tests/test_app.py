@@ -7,13 +7,13 @@ import pytest
 from textual.binding import Binding
 from textual.widgets import Footer, Header
 
-from ctxfst_tui.core.workspace import iter_documents
+from ctxfst_tui.core.workspace.scan import iter_documents
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
-from ctxfst_tui.ui.widgets.document_summary import DocumentSummary
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
-from ctxfst_tui.ui.widgets.findings_pane import FindingsPane
-from ctxfst_tui.ui.widgets.source_view import SourceView, displayable
+from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+from ctxfst_tui.ui.widgets.document.summary import DocumentSummary
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+from ctxfst_tui.ui.widgets.diagnosis.findings import FindingsPane
+from ctxfst_tui.ui.widgets.document.source_view import SourceView, displayable
 
 SIZE = (160, 45)
 

@@ -8,8 +8,8 @@ import pytest
 
 from ctxfst_tui import config as cfg
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.screens.help import HelpScreen
-from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
+from ctxfst_tui.ui.screens.modals.help import HelpScreen
+from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 
 DOC = '---\ntitle: "One"\nchunks:\n  - id: a:b\n    context: "x"\n---\n\n<Chunk id="a:b">\nText.\n</Chunk>\n'
 

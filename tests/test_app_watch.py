@@ -6,9 +6,9 @@ from pathlib import Path
 
 import tests.test_app as app_tests
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.screens import workbench as wb
-from ctxfst_tui.ui.screens.confirm import ConfirmScreen
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
+from ctxfst_tui.ui.screens.workbench import screen as wb
+from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from tests.test_app import VALID, folder, open_document  # noqa: F401 - the fixture and helpers
 
 SIZE = (160, 45)

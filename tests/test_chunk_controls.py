@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Static
 
-from ctxfst_tui.ui.screens.confirm import ConfirmScreen
+from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
-from ctxfst_tui.ui.widgets.chunk_preview import ChunkPreview
+from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.chunks.preview import ChunkPreview
 from test_app import SIZE, VALID, open_document, settle, started
 from test_palette import palette_hits
 from test_preview import NOTE

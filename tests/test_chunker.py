@@ -9,9 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.chunker import Chunk, ChunkOptions, Chunker, chunk_text, clear_caches, compose_text
-from ctxfst_tui.core.markdown import parse_blocks
-from ctxfst_tui.core.tokens import get_counter
+from ctxfst_tui.core.chunking.chunker import (
+    Chunk,
+    ChunkOptions,
+    Chunker,
+    chunk_text,
+    clear_caches,
+    compose_text,
+)
+from ctxfst_tui.core.chunking.markdown import parse_blocks
+from ctxfst_tui.core.chunking.tokens import get_counter
 from conftest import SAMPLE_DOCS, SHARED
 
 ENC = get_counter().encoding
@@ -485,8 +492,8 @@ def test_tokens_are_exact_for_what_is_embedded():
 
 def test_core_modules_do_not_import_ui():
     code = (
-        "import sys, ctxfst_tui.core.chunker, ctxfst_tui.core.markdown, ctxfst_tui.core.tokens, "
-        "ctxfst_tui.core.plaintext\n"
+        "import sys, ctxfst_tui.core.chunking.chunker, ctxfst_tui.core.chunking.markdown, ctxfst_tui.core.chunking.tokens, "
+        "ctxfst_tui.core.chunking.plaintext\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
         "print(','.join(bad)); sys.exit(1 if bad else 0)"
     )
@@ -621,8 +628,8 @@ def test_counts_are_exact_with_the_parallel_parse_and_odd_white_space():
 
 
 def test_without_numpy_the_counts_are_the_same(monkeypatch):
-    from ctxfst_tui.core import chunker as chunker_mod
-    from ctxfst_tui.core import tokens as tokens_mod
+    from ctxfst_tui.core.chunking import chunker as chunker_mod
+    from ctxfst_tui.core.chunking import tokens as tokens_mod
 
     text = (SAMPLE_DOCS / "plain-note.md").read_text(encoding="utf-8") * 2 + HEADINGS
     opts = ChunkOptions(unit="tokens", chunk_size=64, overlap=16)

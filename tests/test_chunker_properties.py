@@ -6,8 +6,8 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxfst_tui.core.chunker import ChunkOptions, chunk_text, clear_caches
-from ctxfst_tui.core.tokens import get_counter
+from ctxfst_tui.core.chunking.chunker import ChunkOptions, chunk_text, clear_caches
+from ctxfst_tui.core.chunking.tokens import get_counter
 
 ENC = get_counter().encoding
 WORDS = [
@@ -148,7 +148,7 @@ def test_chunks_rebuild_the_source_and_keep_the_budget(text, opts):
 def test_rechunking_with_another_budget_equals_chunking_cold(text, opts, size, overlap):
     """What is kept between chunkings of one text (counts, headers, sentence starts, built chunks)
     never changes the chunks: re-chunking with another budget gives what a cold chunking gives."""
-    from ctxfst_tui.core.chunker import Chunker
+    from ctxfst_tui.core.chunking.chunker import Chunker
 
     clear_caches()
     chunker = Chunker(opts)

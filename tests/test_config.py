@@ -91,7 +91,7 @@ enabled = false
 
 
 def test_model_table_matches_model_settings() -> None:
-    from ctxfst_tui.ui.jobs import ModelSettings
+    from ctxfst_tui.services.jobs import ModelSettings
 
     write(cfg.config_path(), '[model]\nsource = "gguf"\nmodel_path = "/m.gguf"\nn_threads = 2\n')
     settings = ModelSettings(**load_config().model)
@@ -213,7 +213,7 @@ def test_state_round_trip_per_folder(tmp_path: Path) -> None:
 
 
 def test_restored_document_has_the_form_the_folder_scan_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ctxfst_tui.core.workspace import iter_documents
+    from ctxfst_tui.core.workspace.scan import iter_documents
 
     write(tmp_path / "docs" / "sub" / "n.md", "x")
     monkeypatch.chdir(tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.contextualize import (
+from ctxfst_tui.core.contextualize.run import (
     ContextualizeError,
     ContextualizeOptions,
     apply_notes,
@@ -19,10 +19,11 @@ from ctxfst_tui.core.contextualize import (
     format_report,
     generate_notes,
 )
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.entities import UndoStack, Workspace
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.workspace.undo import UndoStack
+from ctxfst_tui.core.workspace.workspace import Workspace
 from ctxfst_tui.core.llm import CachedBackend, Cancelled, Completion, CompletionCache, ContextOverflow, ModelError
-from ctxfst_tui.core.validate import has_errors, validate
+from ctxfst_tui.core.format.validate import has_errors, validate
 
 DOC = """\
 ---

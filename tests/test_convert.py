@@ -7,10 +7,17 @@ from pathlib import Path
 import pytest
 
 from ctxfst_tui.cli import main
-from ctxfst_tui.core.chunker import ChunkOptions, chunk_text
-from ctxfst_tui.core.convert import ConvertError, category_for, chunk_id, convert_checked, convert_text, slug
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.validate import has_errors, validate
+from ctxfst_tui.core.chunking.chunker import ChunkOptions, chunk_text
+from ctxfst_tui.core.chunking.convert import (
+    ConvertError,
+    category_for,
+    chunk_id,
+    convert_checked,
+    convert_text,
+    slug,
+)
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.format.validate import has_errors, validate
 from conftest import SAMPLE_DOCS, SHARED
 
 NOTE = """# Deploy guide

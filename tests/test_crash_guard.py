@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.journal import all_entries, pending
-from ctxfst_tui.crash_guard import TERMINAL_RESET, crash_message
+from ctxfst_tui.core.workspace.journal import all_entries, pending
+from ctxfst_tui.ui.crash_guard import TERMINAL_RESET, crash_message
 
 ROOT = Path(__file__).resolve().parents[1]
 

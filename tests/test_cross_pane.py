@@ -4,12 +4,12 @@ panel → chunk preview updates; chunk ↔ source; entity → its documents and 
 from __future__ import annotations
 
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.screens.diff import DiffScreen
-from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
-from ctxfst_tui.ui.widgets.diagnosis_pane import DiagnosisTree
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
-from ctxfst_tui.ui.widgets.entity_panel import ClusterList, EntityTable
-from ctxfst_tui.ui.widgets.source_view import SourceView
+from ctxfst_tui.ui.screens.modals.diff import DiffScreen
+from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.diagnosis.pane import DiagnosisTree
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+from ctxfst_tui.ui.widgets.entities.panel import ClusterList, EntityTable
+from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from test_app import SIZE, open_document, settle, started
 from test_entity_panel import folder  # noqa: F401  (frontend.md and backend.md, JS / JavaScript)
 

@@ -6,8 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.diagnose import COSINE_THRESHOLD, SIMILARITY_THRESHOLD, diagnose, diagnose_workspace
-from ctxfst_tui.core.document import Document
+from ctxfst_tui.core.diagnosis.diagnose import (
+    COSINE_THRESHOLD,
+    SIMILARITY_THRESHOLD,
+    diagnose,
+    diagnose_workspace,
+)
+from ctxfst_tui.core.format.document import Document
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CONFORMANCE = SHARED / "conformance"
@@ -654,7 +659,7 @@ def test_empty_context_fix_is_a_clearly_marked_draft(tmp_path: Path) -> None:
 
 
 def test_every_finding_has_rule_ids_position_and_dict_fix(tmp_path: Path) -> None:
-    from ctxfst_tui.core.fixes import FIX_OPS
+    from ctxfst_tui.core.workspace.fixes import FIX_OPS
 
     docs = folder(tmp_path, {"a.md": chunked(PARAPHRASE, LINK_ENTITIES), "b.md": (CONFORMANCE / "docs" / "diag-tags-entities.md").read_text()
                              if CONFORMANCE.is_dir() else chunked([PARAPHRASE[1]])})

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.fixes import FixError
+from ctxfst_tui.core.workspace.fixes import FixError
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
-from ctxfst_tui.ui.widgets.diagnosis_pane import DiagnosisPane, DiagnosisTree
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
-from ctxfst_tui.ui.widgets.source_view import SourceView
+from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.diagnosis.pane import DiagnosisPane, DiagnosisTree
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from test_app import SIZE, open_document, settle, started
 
 CACHE = """\
@@ -200,7 +200,7 @@ async def test_a_fix_that_fails_is_a_notification(folder, monkeypatch):
     def refuse(ws, fix, path=None):
         raise FixError("the chunk changed since the diagnosis")
 
-    monkeypatch.setattr("ctxfst_tui.ui.screens.workbench.apply_fix", refuse)
+    monkeypatch.setattr("ctxfst_tui.ui.screens.workbench.screen.apply_fix", refuse)
     app = WorkbenchApp(folder)
     notes: list[str] = []
     async with app.run_test(size=SIZE) as pilot:

@@ -12,14 +12,14 @@ import pytest
 from textual.widgets import Checkbox
 
 from conftest import SAMPLE_DOCS
-from ctxfst_tui.core.entities import add_alias
+from ctxfst_tui.core.workspace.entity_ops import add_alias
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.screens.confirm import ConfirmScreen
-from ctxfst_tui.ui.screens.contextualize import ContextualizeScreen
-from ctxfst_tui.ui.screens.help import HelpScreen
-from ctxfst_tui.ui.screens.quit import QuitScreen
-from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
-from ctxfst_tui.ui.widgets.entity_panel import ClusterList, EntityTable
+from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
+from ctxfst_tui.ui.screens.modals.contextualize import ContextualizeScreen
+from ctxfst_tui.ui.screens.modals.help import HelpScreen
+from ctxfst_tui.ui.screens.modals.quit import QuitScreen
+from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+from ctxfst_tui.ui.widgets.entities.panel import ClusterList, EntityTable
 from test_app import open_document, settle, started
 from test_model_jobs import RUNBOOK, FakeBackend, notifications, wait_until
 

@@ -88,7 +88,7 @@ def test_doctor_json_without_probes_names_versions_paths_and_the_folder(folder, 
 
 
 def test_doctor_reports_journals_of_unsaved_edits(folder, capsys):
-    journal = pytest.importorskip("ctxfst_tui.core.journal")
+    journal = pytest.importorskip("ctxfst_tui.core.workspace.journal")
     doc = folder / "a.md"
     entry = journal.JournalEntry(doc.resolve(), doc.read_bytes() + b"\nmore\n", journal.sha256(doc.read_bytes()), 1.0)
     target = journal.entry_file(folder, doc)

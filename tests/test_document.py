@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.document import Document, jsonable
+from ctxfst_tui.core.format.document import Document, jsonable
 from conftest import FIXTURES, HOSTILE_FILES, SAMPLE_DOCS, conformance_docs
 
 QUIRKS = FIXTURES / "quirks.ctxfst.md"
@@ -20,8 +20,8 @@ CRLF_BOM = FIXTURES / "crlf-bom.ctxfst.md"
 
 def test_core_does_not_import_textual():
     code = (
-        "import sys, ctxfst_tui.core.document, ctxfst_tui.core.validate, ctxfst_tui.core.export, "
-        "ctxfst_tui.core.diagnose, ctxfst_tui.core.profiles, ctxfst_tui.core.graph, ctxfst_tui.cli\n"
+        "import sys, ctxfst_tui.core.format.document, ctxfst_tui.core.format.validate, ctxfst_tui.core.format.export, "
+        "ctxfst_tui.core.diagnosis.diagnose, ctxfst_tui.core.entities.profiles, ctxfst_tui.core.entities.graph, ctxfst_tui.cli\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
         "print(','.join(bad)); sys.exit(1 if bad else 0)"
     )
@@ -80,7 +80,7 @@ def test_crlf_and_bom():
 @pytest.mark.parametrize("name", sorted(HOSTILE_FILES))
 def test_hostile_files_give_findings_not_exceptions(hostile_dir, name):
     doc = Document.load(hostile_dir / name)
-    from ctxfst_tui.core.validate import validate
+    from ctxfst_tui.core.format.validate import validate
 
     findings = validate(doc)
     assert findings, f"{name}: expected at least one finding"

@@ -8,12 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.entities import (
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.workspace.entity_ops import (
     EntityOpError,
-    UndoRecord,
-    UndoStack,
-    Workspace,
     add_alias,
     delete_entity,
     merge_entities,
@@ -21,7 +18,9 @@ from ctxfst_tui.core.entities import (
     rename_entity_id,
     update_entity,
 )
-from ctxfst_tui.core.validate import has_errors, validate
+from ctxfst_tui.core.workspace.undo import UndoRecord, UndoStack
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.core.format.validate import has_errors, validate
 
 DOC_A = """\
 ---
@@ -126,7 +125,7 @@ def assert_valid(*docs: Document) -> None:
 
 
 def test_core_entities_do_not_import_ui():
-    code = ("import sys, ctxfst_tui.core.entities, ctxfst_tui.core.aliases\n"
+    code = ("import sys, ctxfst_tui.core.workspace.entity_ops, ctxfst_tui.core.entities.aliases\n"
             "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
             "sys.exit(1 if bad else 0)")
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1]).returncode == 0
@@ -468,7 +467,7 @@ def test_unparseable_documents_are_left_alone(tmp_path, ws_dir):
 
 def test_forget_drops_the_records_of_a_replaced_document_and_keeps_the_others(tmp_path):
     """After a document is re-read from disk its records can never apply; they must not block the rest."""
-    from ctxfst_tui.core.entities import UndoRecord, DocChange, UndoStack, combine
+    from ctxfst_tui.core.workspace.undo import UndoRecord, DocChange, UndoStack, combine
 
     a, b = tmp_path / "a.md", tmp_path / "b.md"
     stack = UndoStack()
@@ -484,7 +483,7 @@ def test_forget_drops_the_records_of_a_replaced_document_and_keeps_the_others(tm
 
 
 def test_dirty_follows_the_text_against_what_was_last_read_or_written(tmp_path):
-    from ctxfst_tui.core.document import Document
+    from ctxfst_tui.core.format.document import Document
 
     path = tmp_path / "d.md"
     path.write_bytes(b"\xef\xbb\xbfline one\r\nline two\r\n")
@@ -500,9 +499,10 @@ def test_dirty_follows_the_text_against_what_was_last_read_or_written(tmp_path):
 
 
 def test_session_reload_from_disk_forgets_only_when_the_text_changed(tmp_path):
-    from ctxfst_tui.core.document import Document
-    from ctxfst_tui.core.entities import Workspace, add_alias
-    from ctxfst_tui.ui.session import Session
+    from ctxfst_tui.core.format.document import Document
+    from ctxfst_tui.core.workspace.workspace import Workspace
+    from ctxfst_tui.core.workspace.entity_ops import add_alias
+    from ctxfst_tui.services.session import Session
 
     path = tmp_path / "doc.md"
     path.write_text("---\nentities:\n  - id: entity:js\n    name: JavaScript\nchunks: []\n---\n")

@@ -6,15 +6,19 @@ from pathlib import Path
 import pytest
 
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.screens.confirm import ConfirmScreen
-from ctxfst_tui.ui.screens.diff import DiffScreen
-from ctxfst_tui.ui.screens.entity_edit import AliasEditScreen, EntityEditScreen, split_aliases
-from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
-from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
-from ctxfst_tui.ui.widgets.document_summary import DocumentSummary
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
-from ctxfst_tui.ui.widgets.entity_panel import ClusterList, EntityPanel, EntityTable
-from ctxfst_tui.ui.widgets.source_view import SourceView
+from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
+from ctxfst_tui.ui.screens.modals.diff import DiffScreen
+from ctxfst_tui.ui.screens.modals.entity_edit import (
+    AliasEditScreen,
+    EntityEditScreen,
+    split_aliases,
+)
+from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.document.summary import DocumentSummary
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+from ctxfst_tui.ui.widgets.entities.panel import ClusterList, EntityPanel, EntityTable
+from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from test_app import SIZE, open_document, settle, started
 
 FRONTEND = """\
@@ -356,7 +360,7 @@ async def test_reload_of_an_edited_document_asks_before_dropping_the_edits(folde
 
 
 def test_fit_names_keeps_a_cell_within_its_width():
-    from ctxfst_tui.ui.widgets.entity_panel import fit_names
+    from ctxfst_tui.ui.widgets.entities.panel import fit_names
 
     names = ["backend.md", "frontend.md", "platform-runbook.ctxfst.md"]
     assert fit_names(names, 100) == "backend.md, frontend.md, platform-runbook.ctxfst.md"

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.entities import UndoStack, Workspace
-from ctxfst_tui.core.extract import (
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.workspace.undo import UndoStack
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.core.entities.extract import (
     apply_proposals,
     deterministic_candidates,
     entity_id,
@@ -20,7 +21,7 @@ from ctxfst_tui.core.extract import (
     kebab,
 )
 from ctxfst_tui.core.llm import Completion, ModelError
-from ctxfst_tui.core.validate import VALID_ENTITY_TYPES, has_errors, validate
+from ctxfst_tui.core.format.validate import VALID_ENTITY_TYPES, has_errors, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 

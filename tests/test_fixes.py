@@ -9,11 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.diagnose import diagnose_workspace
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.entities import UndoStack, Workspace
-from ctxfst_tui.core.fixes import FIX_OPS, FixError, apply_fix, apply_fixes, collect_fixes, describe_fix
-from ctxfst_tui.core.validate import has_errors, validate
+from ctxfst_tui.core.diagnosis.diagnose import diagnose_workspace
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.workspace.undo import UndoStack
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.core.workspace.fixes import (
+    FIX_OPS,
+    FixError,
+    apply_fix,
+    apply_fixes,
+    collect_fixes,
+    describe_fix,
+)
+from ctxfst_tui.core.format.validate import has_errors, validate
 
 PLATFORM = """\
 ---

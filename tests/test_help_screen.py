@@ -10,7 +10,12 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from ctxfst_tui import config as cfg
-from ctxfst_tui.ui.screens.help import MOVING_AROUND, HelpScreen, KeyTable, binding_catalogue
+from ctxfst_tui.ui.screens.modals.help import (
+    MOVING_AROUND,
+    HelpScreen,
+    KeyTable,
+    binding_catalogue,
+)
 
 SMALL = (80, 24)
 
@@ -131,8 +136,8 @@ DOC = '---\ntitle: "One"\nchunks:\n  - id: a:b\n    context: "x"\n---\n\n<Chunk 
 
 async def test_workbench_help_lists_tree_screen_and_app_keys(tmp_path: Path) -> None:
     from ctxfst_tui.ui.app import WorkbenchApp
-    from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
-    from ctxfst_tui.ui.widgets.document_tree import DocumentTree
+    from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+    from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -170,6 +175,6 @@ async def test_workbench_help_lists_tree_screen_and_app_keys(tmp_path: Path) -> 
 
 
 def test_config_tab_names_are_the_workbench_tabs() -> None:
-    from ctxfst_tui.ui.screens import workbench
+    from ctxfst_tui.ui.screens.workbench import screen as workbench
 
     assert {f"{t}-tab" for t in cfg.TABS} == set(workbench.TABS)

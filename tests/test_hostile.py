@@ -16,11 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.entities import Workspace, merge_entities
-from ctxfst_tui.core.files import NotRegularFile, read_regular, regular_file, safe_resolve
-from ctxfst_tui.core.watch import FolderWatcher
-from ctxfst_tui.core.workspace import iter_documents, scan_documents
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.core.workspace.entity_ops import merge_entities
+from ctxfst_tui.core.workspace.files import (
+    NotRegularFile,
+    read_regular,
+    regular_file,
+    safe_resolve,
+)
+from ctxfst_tui.core.workspace.watch import FolderWatcher
+from ctxfst_tui.core.workspace.scan import iter_documents, scan_documents
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = ROOT / ".venv" / "bin" / "ctxfst-tui"
@@ -156,7 +162,7 @@ def test_special_files_are_named_and_never_opened(hostile_folder: Path) -> None:
 
 
 def test_a_pipe_swapped_in_after_the_check_is_refused_without_blocking(hostile_folder: Path, monkeypatch) -> None:
-    import ctxfst_tui.core.files as files
+    import ctxfst_tui.core.workspace.files as files
 
     monkeypatch.setattr(files, "regular_file", lambda _path: None)  # the check saw a regular file
     with pytest.raises(NotRegularFile, match="a named pipe"):
@@ -327,10 +333,10 @@ class Notes:
 @pytest.mark.timeout(600)  # about 60 s on an idle 2-core machine; much more when it is shared
 async def test_every_view_a_merge_a_fix_and_a_save_in_the_hostile_folder(hostile_folder: Path, monkeypatch) -> None:
     from ctxfst_tui.ui.app import WorkbenchApp
-    from ctxfst_tui.ui.screens.diff import DiffScreen
-    from ctxfst_tui.ui.widgets.diagnosis_pane import DiagnosisTree
-    from ctxfst_tui.ui.widgets.document_tree import DocumentTree
-    from ctxfst_tui.ui.widgets.entity_panel import ClusterList
+    from ctxfst_tui.ui.screens.modals.diff import DiffScreen
+    from ctxfst_tui.ui.widgets.diagnosis.pane import DiagnosisTree
+    from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+    from ctxfst_tui.ui.widgets.entities.panel import ClusterList
     from test_app import SIZE, open_document, settle, started
 
     notes = Notes(monkeypatch)
@@ -474,7 +480,7 @@ async def test_a_failing_worker_leaves_its_traceback_in_the_log(tmp_path: Path, 
 
 async def test_opening_a_special_file_by_path_shows_what_it_is(hostile_folder: Path) -> None:
     from ctxfst_tui.ui.app import WorkbenchApp
-    from ctxfst_tui.ui.widgets.findings_pane import FindingsPane
+    from ctxfst_tui.ui.widgets.diagnosis.findings import FindingsPane
     from test_app import settle, started
 
     app = WorkbenchApp(hostile_folder)

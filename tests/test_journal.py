@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from ctxfst_tui.config import state_dir
-from ctxfst_tui.core import journal as journal_module
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.entities import UndoStack, Workspace
-from ctxfst_tui.core.journal import (
+from ctxfst_tui.core.workspace import journal as journal_module
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.workspace.undo import UndoStack
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.core.workspace.journal import (
     Journal,
     JournalEntry,
     all_entries,
@@ -195,8 +196,8 @@ def test_mark_saved_keeps_an_edit_made_after_the_snapshot_dirty(folder):
 CHILD = r"""
 import sys, time
 from pathlib import Path
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.journal import Journal, unsaved
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.workspace.journal import Journal, unsaved
 folder, title = Path(sys.argv[1]), sys.argv[2]
 doc = Document.load(folder / "a.md")
 doc.replace_text(doc.text.replace('title: "Notes"', f'title: "{title}"'))

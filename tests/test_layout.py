@@ -7,9 +7,9 @@ from pathlib import Path
 
 from ctxfst_tui import config as cfg
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
-from ctxfst_tui.ui.widgets.findings_pane import FindingsPane
-from ctxfst_tui.ui.widgets.source_view import SourceView
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+from ctxfst_tui.ui.widgets.diagnosis.findings import FindingsPane
+from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from ctxfst_tui.ui.widgets.status_bar import StatusBar
 
 BROKEN = '---\ntitle: "Broken"\nchunks:\n  - id: a:b\n    entities: [entity:missing]\n    context: "x"\n---\n\n<Chunk id="a:b">\nSome text here.\n</Chunk>\n'

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.validate import validate
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.format.validate import validate
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.report import report_for
-from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
-from ctxfst_tui.ui.widgets.findings_pane import FindingsPane
-from ctxfst_tui.ui.widgets.source_view import SourceView, display_lines
+from ctxfst_tui.services.report import report_for
+from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+from ctxfst_tui.ui.widgets.diagnosis.findings import FindingsPane
+from ctxfst_tui.ui.widgets.document.source_view import SourceView, display_lines
 
 SIZE = (160, 45)
 NESTED_TAG = '  <Chunk id="skill:inner">'
@@ -168,7 +168,7 @@ def test_a_utf16_document_is_shown_decoded_and_named(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["cr-only.md", "line-separator.md"])
 async def test_enter_in_the_diagnosis_lands_on_the_source_line(folder: Path, name: str) -> None:
-    from ctxfst_tui.ui.widgets.diagnosis_pane import DiagnosisTree
+    from ctxfst_tui.ui.widgets.diagnosis.pane import DiagnosisTree
 
     doc = Document.load(folder / name)
     nested = next(f for f in validate(doc) if f.rule == "tag-nested")

@@ -19,16 +19,16 @@ from textual.widgets import Checkbox, Input, RadioButton, SelectionList, TabbedC
 from ctxfst_tui.core.llm import Cancelled, Completion, EndpointError, ModelNotFound
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.commands import COMMANDS, WorkbenchCommands
-from ctxfst_tui.ui.jobs import Job, ModelService, ModelSettings, Reporter
+from ctxfst_tui.services.jobs import Job, ModelService, ModelSettings, Reporter
 from ctxfst_tui.ui.messages import JobProgress
-from ctxfst_tui.ui.screens.contextualize import ContextualizeScreen
-from ctxfst_tui.ui.screens.model_settings import ModelSettingsScreen
-from ctxfst_tui.ui.screens.proposals import ProposalsScreen
-from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
-from ctxfst_tui.ui.widgets.document_summary import DocumentSummary
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
-from ctxfst_tui.ui.widgets.job_status import JobStatus
-from ctxfst_tui.ui.widgets.source_view import SourceView
+from ctxfst_tui.ui.screens.modals.contextualize import ContextualizeScreen
+from ctxfst_tui.ui.screens.modals.model_settings import ModelSettingsScreen
+from ctxfst_tui.ui.screens.modals.proposals import ProposalsScreen
+from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.document.summary import DocumentSummary
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+from ctxfst_tui.ui.widgets.jobs.status import JobStatus
+from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from test_app import SIZE, open_document, settle, started
 
 RUNBOOK = """\

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from ctxfst_tui.core.document import Document
+from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.llm import CachedBackend, Cancelled, CompletionCache, ContextOverflow, EndpointError
 from ctxfst_tui.core.llm.openai import OpenAIBackend, complete_many, split_endpoint
 
@@ -136,7 +136,7 @@ def test_cancel_against_the_server(server):
 
 
 def test_contextualize_through_the_server(server, tmp_path):
-    from ctxfst_tui.core.contextualize import ContextualizeOptions, contextualize
+    from ctxfst_tui.core.contextualize.run import ContextualizeOptions, contextualize
 
     doc = Document.from_text(SMALL_DOC, tmp_path / "doc.md")
     backend = CachedBackend(OpenAIBackend(server + "/v1/completions", model="gemma", concurrency=2),

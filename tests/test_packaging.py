@@ -40,7 +40,7 @@ def test_the_wheel_carries_themes_styles_data_and_every_module(wheel):
     assert themes and {f"ctxfst_tui/themes_data/{n}" for n in themes} <= names
     styles = {p.name for p in (ROOT / "ctxfst_tui" / "ui" / "styles").glob("*.tcss")}
     assert styles and {f"ctxfst_tui/ui/styles/{n}" for n in styles} <= names
-    assert "ctxfst_tui/core/data/tech_aliases.json" in names
+    assert "ctxfst_tui/core/entities/data/tech_aliases.json" in names
     # the package list in pyproject.toml is explicit: a new subpackage must be added there
     modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ctxfst_tui").rglob("*.py")}
     assert modules - names == set(), "modules missing from the wheel: add their package to pyproject.toml"

@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.command import CommandList, CommandPalette
 
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 
 DOC = '---\ntitle: "One"\nchunks:\n  - id: a:b\n    context: "x"\n---\n\n<Chunk id="a:b">\nSome text here.\n</Chunk>\n'
 

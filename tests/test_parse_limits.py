@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core import frontmatter as fmt
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.entities import Workspace, merge_entities
-from ctxfst_tui.core.export import ExportRefused, export_documents
-from ctxfst_tui.core.source import LineIndex, split_lines
-from ctxfst_tui.core.validate import validate
+from ctxfst_tui.core.format import frontmatter as fmt
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.core.workspace.entity_ops import merge_entities
+from ctxfst_tui.core.format.export import ExportRefused, export_documents
+from ctxfst_tui.core.format.source import LineIndex, split_lines
+from ctxfst_tui.core.format.validate import validate
 
 _SCRIPT = Path(sys.executable).with_name("ctxfst-tui")
 CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "ctxfst_tui"]

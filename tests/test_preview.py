@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.validate import has_errors, validate
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.format.validate import has_errors, validate
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.screens.confirm import ConfirmScreen
-from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
-from ctxfst_tui.ui.widgets.chunk_preview import ChunkPreview
+from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
+from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.chunks.preview import ChunkPreview
 from test_app import SIZE, VALID, open_document, settle, started
 
 SECTION = (

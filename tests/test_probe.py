@@ -408,7 +408,7 @@ async def test_the_workbench_shows_a_failed_self_test_as_one_notification(tmp_pa
     from test_model_jobs import RUNBOOK, notifications, start_contextualize, wait_until
 
     from ctxfst_tui.ui.app import WorkbenchApp
-    from ctxfst_tui.ui.jobs import ModelSettings
+    from ctxfst_tui.services.jobs import ModelSettings
 
     p = Probe(tmp_path, monkeypatch, "crash")
     folder = tmp_path / "docs"
@@ -484,7 +484,7 @@ async def test_escape_cancels_a_job_while_its_self_test_runs(tmp_path, monkeypat
     from test_model_jobs import RUNBOOK, notifications, start_contextualize, wait_until
 
     from ctxfst_tui.ui.app import WorkbenchApp
-    from ctxfst_tui.ui.jobs import ModelSettings
+    from ctxfst_tui.services.jobs import ModelSettings
 
     p = Probe(tmp_path, monkeypatch, "hang")
     monkeypatch.setenv(probe.ENV_TIMEOUT, "60")

@@ -9,9 +9,9 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from ctxfst_tui.core import graph as graph_module
-from ctxfst_tui.core import profiles as profiles_module
-from ctxfst_tui.core.graph import (
+from ctxfst_tui.core.entities import graph as graph_module
+from ctxfst_tui.core.entities import profiles as profiles_module
+from ctxfst_tui.core.entities.graph import (
     DEFAULT_MIN_SCORE,
     DEFAULT_TOP_K,
     GraphInputError,
@@ -19,7 +19,7 @@ from ctxfst_tui.core.graph import (
     to_networkx,
     write_graphml,
 )
-from ctxfst_tui.core.profiles import ProfileInputError, build_entity_profiles
+from ctxfst_tui.core.entities.profiles import ProfileInputError, build_entity_profiles
 
 SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
 EXPECTED_DIR = SHARED_DIR / "conformance" / "expected"

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core import safe_write
-from ctxfst_tui.core.entities import add_alias
-from ctxfst_tui.core.journal import all_entries, journal_dir, pending
+from ctxfst_tui.core.workspace import safe_write
+from ctxfst_tui.core.workspace.entity_ops import add_alias
+from ctxfst_tui.core.workspace.journal import all_entries, journal_dir, pending
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.screens.confirm import ConfirmScreen
-from ctxfst_tui.ui.screens.recovery import RecoveryScreen
-from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
-from ctxfst_tui.ui.widgets.source_view import SourceView
+from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
+from ctxfst_tui.ui.screens.modals.recovery import RecoveryScreen
+from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from test_app import SIZE, open_document, settle, started
 from test_entity_panel import BACKEND, FRONTEND, show_entities, to_clusters
 
@@ -419,8 +419,8 @@ async def test_kill_9_of_a_real_app_loses_no_edit(folder):
 CHILD = r"""
 import sys, time
 from pathlib import Path
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.journal import Journal, unsaved
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.workspace.journal import Journal, unsaved
 doc = Document.load(Path(sys.argv[1]))
 doc.replace_text(doc.text + "\nTyped in the other app.\n")
 journal = Journal(Path(sys.argv[1]).parent)

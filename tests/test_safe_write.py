@@ -17,10 +17,17 @@ from pathlib import Path
 import pytest
 
 from ctxfst_tui.cli import main
-from ctxfst_tui.core import safe_write
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.entities import Workspace, merge_entities
-from ctxfst_tui.core.safe_write import ABSENT, WriteError, WritePlan, write_file, write_files
+from ctxfst_tui.core.workspace import safe_write
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.core.workspace.entity_ops import merge_entities
+from ctxfst_tui.core.workspace.safe_write import (
+    ABSENT,
+    WriteError,
+    WritePlan,
+    write_file,
+    write_files,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 IS_ROOT = os.geteuid() == 0
@@ -112,7 +119,7 @@ def test_diagnose_apply_refuses_a_lost_update_in_a_real_cli_process(tmp_path):
     before = {p: p.read_bytes() for p in docs.rglob("*.md")}
     code = (
         "import sys, pathlib\n"
-        "from ctxfst_tui.core import entities\n"
+        "from ctxfst_tui.core.workspace import workspace as entities\n"
         "real = entities.Workspace.save\n"
         "def save(self, *a, **k):\n"
         "    victim = self.dirty[0].path\n"
@@ -141,7 +148,7 @@ def test_convert_without_force_never_replaces_a_file_created_after_its_check(tmp
     note = tmp_path / "note.md"
     note.write_text("# Title\n\nA paragraph of text.\n\n## Part\n\nMore text here.\n", encoding="utf-8")
     target = tmp_path / "note.ctxfst.md"
-    from ctxfst_tui.core import convert
+    from ctxfst_tui.core.chunking import convert
 
     real = convert.convert_checked
 
@@ -297,7 +304,7 @@ def test_a_user_who_cannot_chown_writes_in_place_and_the_owner_stays(request_cle
     os.chmod(target, 0o666)
     code = (
         "import os, sys\n"
-        "from ctxfst_tui.core.safe_write import write_file\n"  # imported as root: nobody may not read the stdlib
+        "from ctxfst_tui.core.workspace.safe_write import write_file\n"  # imported as root: nobody may not read the stdlib
         "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
         "write_file(sys.argv[1], b'new from nobody\\n', expected=b'old\\n')\n"
     )

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
-from ctxfst_tui.serve import Door, GuardedServer
+from ctxfst_tui.ui.serve import Door, GuardedServer
 
 WAIT = 40.0  # seconds a loaded machine may take to start the server or the app
 

@@ -43,14 +43,14 @@ from ctxfst_tui.config import Config, State
 from ctxfst_tui.core.llm.base import Completion
 from ctxfst_tui.core.summary.session import NovelSession
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.screens.entity_edit import EntityEditScreen
-from ctxfst_tui.ui.screens.help import HelpScreen
-from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
-from ctxfst_tui.ui.widgets.chunk_map import ChunkMap
-from ctxfst_tui.ui.widgets.diagnosis_pane import DiagnosisTree
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
-from ctxfst_tui.ui.widgets.entity_panel import EntityTable
-from ctxfst_tui.ui.widgets.summary_tree import SummaryPane
+from ctxfst_tui.ui.screens.modals.entity_edit import EntityEditScreen
+from ctxfst_tui.ui.screens.modals.help import HelpScreen
+from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.diagnosis.pane import DiagnosisTree
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+from ctxfst_tui.ui.widgets.entities.panel import EntityTable
+from ctxfst_tui.ui.widgets.summary.tree import SummaryPane
 
 SIZE = (120, 40)  # tall enough for the overview (summary + findings) above the views
 WIDE = (150, 42)  # summary beside the findings

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.app import App, ComposeResult
 
-from ctxfst_tui.ui.widgets.source_view import SourceView
+from ctxfst_tui.ui.widgets.document.source_view import SourceView
 
 STYLES = Path(__file__).resolve().parents[1] / "ctxfst_tui" / "ui" / "styles"
 SIZE = (80, 24)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from ctxfst_tui.ui.report import DocumentStatus
+from ctxfst_tui.services.report import DocumentStatus
 from ctxfst_tui.ui.widgets.status_bar import StatusBar
 
 

@@ -23,10 +23,10 @@ from ctxfst_tui.core.summary import load_store
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.commands import COMMANDS
 from ctxfst_tui.ui.messages import JobProgress
-from ctxfst_tui.ui.screens.workbench import WorkbenchScreen
-from ctxfst_tui.ui.widgets.document_tree import DocumentTree
-from ctxfst_tui.ui.widgets.job_status import JobStatus
-from ctxfst_tui.ui.widgets.summary_tree import SummaryPane, SummaryTree
+from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+from ctxfst_tui.ui.widgets.jobs.status import JobStatus
+from ctxfst_tui.ui.widgets.summary.tree import SummaryPane, SummaryTree
 from test_app import SIZE, open_document, settle, started
 from test_model_jobs import notifications, wait_until
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.tokens import (
+from ctxfst_tui.core.chunking.tokens import (
     EncodingUnavailable,
     TokenCounter,
     canonical_encoding_name,

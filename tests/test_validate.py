@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from ctxfst_tui.core.document import Document
-from ctxfst_tui.core.validate import has_errors, report_json, validate
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.format.validate import has_errors, report_json, validate
 from conftest import CONFORMANCE_DOCS, SHARED, conformance_docs
 
 

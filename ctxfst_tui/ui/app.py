@@ -26,17 +26,23 @@ from textual.screen import Screen
 from textual.widgets import Input, TabbedContent
 from textual.worker import Worker, WorkerFailed, WorkerState, get_current_worker
 
-from ..config import Config, State, load_config, load_state, save_state, write_default_config
-from ..core.convert import ConvertError
-from ..core.document import Document
-from ..core.entities import Workspace
-from ..core.preview import Budget, Previewer
-from ..core.watch import FolderWatcher
-from ..core.workspace import Skipped, scan_documents
-from .analysis import Analyser
-from .commands import WorkbenchCommands
-from .jobs import BackendFactory, Job, ModelService, ModelSettings, open_novel
-from .messages import (
+from ctxfst_tui.config import Config, State, load_config, load_state, save_state, write_default_config
+from ctxfst_tui.core.chunking.convert import ConvertError
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.core.chunking.preview import Budget, Previewer
+from ctxfst_tui.core.workspace.watch import FolderWatcher
+from ctxfst_tui.core.workspace.scan import Skipped, scan_documents
+from ctxfst_tui.services.analysis import Analyser
+from ctxfst_tui.ui.commands import WorkbenchCommands
+from ctxfst_tui.services.jobs import (
+    BackendFactory,
+    Job,
+    ModelService,
+    ModelSettings,
+    open_novel,
+)
+from ctxfst_tui.ui.messages import (
     ChunksComputed,
     DiskChanged,
     DocumentConverted,
@@ -49,17 +55,17 @@ from .messages import (
     WorkspaceLoaded,
     WorkspaceSaved,
 )
-from .report import DocumentStatus, build_report, status_for
-from .screens.quit import QuitScreen
-from .screens.help import HelpScreen, binding_catalogue
-from .screens.model_settings import ModelSettingsScreen
-from .screens.workbench import WorkbenchScreen
-from .journaling import JournalKeeper
-from .saving import PendingWrite, mark_saved, take, write
-from . import safety_net
-from .error_log import log_failure
-from .session import Session
-from .themes import DEFAULT_THEME, load_themes
+from ctxfst_tui.services.report import DocumentStatus, build_report, status_for
+from ctxfst_tui.ui.screens.modals.quit import QuitScreen
+from ctxfst_tui.ui.screens.modals.help import HelpScreen, binding_catalogue
+from ctxfst_tui.ui.screens.modals.model_settings import ModelSettingsScreen
+from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+from ctxfst_tui.ui.journaling import JournalKeeper
+from ctxfst_tui.services.saving import PendingWrite, mark_saved, take, write
+from ctxfst_tui.ui import safety_net
+from ctxfst_tui.ui.error_log import log_failure
+from ctxfst_tui.services.session import Session
+from ctxfst_tui.ui.themes import DEFAULT_THEME, load_themes
 
 STYLES = Path(__file__).parent / "styles"
 FAILURE_STORM_COUNT = 20  # more failures than this within FAILURE_STORM_SECONDS: give up and exit

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
-    from .app import WorkbenchApp
+    from ctxfst_tui.ui.app import WorkbenchApp
 
 # (name, help, App action, when it is offered: "document" needs an open document, "job" a running job,
 # "novel" an open document that can be a manuscript: .txt or .md)
@@ -52,7 +52,7 @@ class WorkbenchCommands(Provider):
 
     def _available(self) -> Iterator[tuple[str, str, Callable[[], object]]]:
         app = self.workbench
-        from .screens.workbench import WorkbenchScreen
+        from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 
         screen = self.screen if isinstance(self.screen, WorkbenchScreen) else None
         for name, help_text, action, needs in COMMANDS:
@@ -66,7 +66,7 @@ class WorkbenchCommands(Provider):
 
     def _documents(self) -> Iterator[tuple[str, str, Callable[[], object]]]:
         """"Open <path>" for every document of the folder."""
-        from .screens.workbench import WorkbenchScreen
+        from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 
         screen = self.screen if isinstance(self.screen, WorkbenchScreen) else None
         if screen is None:

@@ -10,7 +10,7 @@ import logging
 import logging.handlers
 from pathlib import Path
 
-from ..config import state_dir
+from ctxfst_tui.config import state_dir
 
 LOGGER_NAME = "ctxfst_tui.errors"
 MAX_BYTES = 1_000_000

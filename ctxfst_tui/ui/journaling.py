@@ -15,15 +15,22 @@ import datetime as _dt
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..core.journal import Claim, Journal, JournalEntry, claim, recover, unsaved
-from .screens.recovery import RecoveryItem, RecoveryScreen
+from ctxfst_tui.core.workspace.journal import (
+    Claim,
+    Journal,
+    JournalEntry,
+    claim,
+    recover,
+    unsaved,
+)
+from ctxfst_tui.ui.screens.modals.recovery import RecoveryItem, RecoveryScreen
 
 if TYPE_CHECKING:
     from textual.app import App
     from textual.timer import Timer
 
-    from .screens.workbench import WorkbenchScreen
-    from .session import Session
+    from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+    from ctxfst_tui.services.session import Session
 
 DELAY = 0.5  # seconds: changes within this time of a journal write are gathered into the next
 

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from ..core.entities import Workspace
-from ..core.watch import DiskChange
-from .analysis import DiagnosisItem, EntityInfo, WorkspaceAnalysis
-from .report import DocumentReport, DocumentStatus
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.core.workspace.watch import DiskChange
+from ctxfst_tui.services.analysis import DiagnosisItem, EntityInfo, WorkspaceAnalysis
+from ctxfst_tui.services.report import DocumentReport, DocumentStatus
 
 if TYPE_CHECKING:
-    from ..core.summary import NovelSession
-    from .jobs import Job, NovelView, SummaryNodeView
+    from ctxfst_tui.core.summary import NovelSession
+    from ctxfst_tui.services.jobs import Job, NovelView, SummaryNodeView
 
 
 class DocumentSelected(Message):

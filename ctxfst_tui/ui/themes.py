@@ -15,7 +15,7 @@ from pathlib import Path
 
 from textual.theme import Theme
 
-from ..config import config_dir
+from ctxfst_tui.config import config_dir
 
 THEMES_PACKAGE = "ctxfst_tui.themes_data"
 DEFAULT_THEME = "ctxfst-dark"

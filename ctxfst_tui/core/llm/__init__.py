@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import (
+from ctxfst_tui.core.llm.base import (
     Backend,
     Cancelled,
     Completion,
@@ -26,7 +26,7 @@ from .base import (
     ModelNotFound,
     ModelUnavailable,
 )
-from .cache import CachedBackend, CompletionCache, default_cache, default_cache_path
+from ctxfst_tui.core.llm.cache import CachedBackend, CompletionCache, default_cache, default_cache_path
 
 __all__ = [
     "Backend", "Cancelled", "Completion", "ContextOverflow", "EndpointError", "GenerationDefaults",
@@ -37,11 +37,11 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "LlamaBackend":
-        from .llama import LlamaBackend
+        from ctxfst_tui.core.llm.llama import LlamaBackend
 
         return LlamaBackend
     if name == "OpenAIBackend":
-        from .openai import OpenAIBackend
+        from ctxfst_tui.core.llm.openai import OpenAIBackend
 
         return OpenAIBackend
     raise AttributeError(name)
@@ -70,7 +70,7 @@ def make_backend(
     bundled model when neither is given.
     """
     if endpoint:
-        from .openai import OpenAIBackend
+        from ctxfst_tui.core.llm.openai import OpenAIBackend
 
         kw: dict[str, Any] = {"api": api, "api_key": api_key, "temperature": temperature}
         if n_ctx:
@@ -85,7 +85,7 @@ def make_backend(
             kw["concurrency"] = concurrency
         inner: Any = OpenAIBackend(endpoint, model, **kw)
     else:
-        from .llama import LlamaBackend
+        from ctxfst_tui.core.llm.llama import LlamaBackend
 
         if model_path is None and model and model.lower().endswith(".gguf"):
             model_path = model

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import platformdirs
 
-from .base import ModelUnavailable  # no model file could be found or assembled; the message says what to do
+from ctxfst_tui.core.llm.base import ModelUnavailable  # no model file could be found or assembled; the message says what to do
 
 __all__ = ["ModelUnavailable", "bundled_model_path", "model_cache_dir"]
 

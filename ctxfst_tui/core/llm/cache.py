@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import platformdirs
 
-from .base import Backend, Completion, TokenCallback, cache_params
+from ctxfst_tui.core.llm.base import Backend, Completion, TokenCallback, cache_params
 
 ENV_CACHE = "CTXFST_TUI_COMPLETION_CACHE"
 SCHEMA = """

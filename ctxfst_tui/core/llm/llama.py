@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from .base import (Cancelled, Completion, ContextOverflow, GenerationDefaults, ModelError, ModelNotFound, ModelUnavailable,
+from ctxfst_tui.core.llm.base import (Cancelled, Completion, ContextOverflow, GenerationDefaults, ModelError, ModelNotFound, ModelUnavailable,
                    TokenCallback, check_cancel)
 
 log = logging.getLogger("ctxfst_tui.llm.llama_cpp")
@@ -111,7 +111,7 @@ class LlamaBackend:
     # ------------------------------------------------------------ loading
     def resolve_path(self) -> Path:
         if self.model_path is None:
-            from .bundled import bundled_model_path
+            from ctxfst_tui.core.llm.bundled import bundled_model_path
 
             self.model_path = bundled_model_path()  # ModelUnavailable (a ModelNotFound) when it cannot be had
         p = self.model_path
@@ -133,7 +133,7 @@ class LlamaBackend:
 
     def _hashes(self) -> Any:
         if self._hash_cache is None:
-            from .cache import default_cache
+            from ctxfst_tui.core.llm.cache import default_cache
 
             return default_cache()
         return self._hash_cache
@@ -151,7 +151,7 @@ class LlamaBackend:
             raise ModelNotFound(f"{path}: cannot read: {exc.strerror or exc}") from exc
         if magic != b"GGUF":
             raise ModelNotFound(f"{path} is not a GGUF model file (llama.cpp needs .gguf)")
-        from . import probe
+        from ctxfst_tui.core.llm import probe
 
         self.verdict = probe.self_test(path, timeout=self.probe_timeout, hash_cache=self._hashes(), cancel=cancel)
         if not self.verdict.ok:

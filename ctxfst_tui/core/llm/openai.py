@@ -26,7 +26,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator, Sequence
 
-from .base import Cancelled, Completion, ContextOverflow, EndpointError, GenerationDefaults, ModelError, TokenCallback, check_cancel
+from ctxfst_tui.core.llm.base import Cancelled, Completion, ContextOverflow, EndpointError, GenerationDefaults, ModelError, TokenCallback, check_cancel
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 API_KEY_ENV = ("CTXFST_TUI_API_KEY", "OPENAI_API_KEY")
@@ -129,7 +129,7 @@ class OpenAIBackend:
 
     def count_tokens(self, text: str) -> int:
         """An estimate (cl100k BPE): the server's own tokenizer is not reachable through the API."""
-        from ..tokens import count_tokens
+        from ctxfst_tui.core.chunking.tokens import count_tokens
 
         try:
             return count_tokens(text)

@@ -42,7 +42,7 @@ from typing import Any, Sequence
 
 import platformdirs
 
-from .base import Cancelled, ModelError, ModelUnavailable
+from ctxfst_tui.core.llm.base import Cancelled, ModelError, ModelUnavailable
 
 ENV_COMMAND = "CTXFST_TUI_PROBE_COMMAND"
 ENV_TIMEOUT = "CTXFST_TUI_PROBE_TIMEOUT"

@@ -10,11 +10,11 @@
 * :mod:`.store` — ``NOVEL.summary.json`` beside the manuscript; :mod:`.session` ties a
   manuscript, its store and a run together; :mod:`.cli_support` is ``ctxfst-tui summarize``.
 """
-from .segment import SegmentError, SegmentSettings, load_manuscript, segment
-from .session import NovelSession
-from .store import StoreError, apply_stored, load_store, save_store, store_path
-from .summarizer import CallRecord, Summarizer, SummaryProgress, SummaryReport, SummarySettings, summarize
-from .tree import STATUSES, Manuscript, Node, markdown_outline, outline_text
+from ctxfst_tui.core.summary.segment import SegmentError, SegmentSettings, load_manuscript, segment
+from ctxfst_tui.core.summary.session import NovelSession
+from ctxfst_tui.core.summary.store import StoreError, apply_stored, load_store, save_store, store_path
+from ctxfst_tui.core.summary.summarizer import CallRecord, Summarizer, SummaryProgress, SummaryReport, SummarySettings, summarize
+from ctxfst_tui.core.summary.tree import STATUSES, Manuscript, Node, markdown_outline, outline_text
 
 __all__ = [
     "SegmentError", "SegmentSettings", "load_manuscript", "segment", "NovelSession", "StoreError", "apply_stored",

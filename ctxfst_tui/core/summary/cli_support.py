@@ -1,6 +1,6 @@
 """``ctxfst-tui summarize``: the argument set and the command, so the CLI wiring is three lines::
 
-    from .core.summary.cli_support import add_summarize_arguments, run_summarize_cli
+    from ctxfst_tui.core.summary.core.summary.cli_support import add_summarize_arguments, run_summarize_cli
     s = sub.add_parser("summarize", help="scene → chapter → book summaries of a novel with a local model")
     add_summarize_arguments(s, model_options=_add_model_options)   # or without: adds the same options itself
     s.set_defaults(func=run_summarize_cli)
@@ -26,13 +26,13 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from ..llm.base import ModelError
-from ..llm.probe import preflight
-from .segment import SegmentError, SegmentSettings
-from .session import NovelSession
-from .store import StoreError
-from .summarizer import SummaryProgress, SummarySettings
-from .tree import markdown_outline, outline_text
+from ctxfst_tui.core.llm.base import ModelError
+from ctxfst_tui.core.llm.probe import preflight
+from ctxfst_tui.core.summary.segment import SegmentError, SegmentSettings
+from ctxfst_tui.core.summary.session import NovelSession
+from ctxfst_tui.core.summary.store import StoreError
+from ctxfst_tui.core.summary.summarizer import SummaryProgress, SummarySettings
+from ctxfst_tui.core.summary.tree import markdown_outline, outline_text
 
 
 def _default_model_options(p: argparse.ArgumentParser) -> None:
@@ -90,7 +90,7 @@ def settings_from_args(args: argparse.Namespace) -> SummarySettings:
 
 
 def make_backend_from_args(args: argparse.Namespace) -> Any:
-    from ..llm import make_backend
+    from ctxfst_tui.core.llm import make_backend
 
     model = getattr(args, "model", None)
     return make_backend(
@@ -117,7 +117,7 @@ def _err(msg: str) -> None:
 
 
 def _write(path: str, text: str) -> None:
-    from ..document import write_atomic
+    from ctxfst_tui.core.format.document import write_atomic
 
     write_atomic(Path(path), text.encode("utf-8"))
 

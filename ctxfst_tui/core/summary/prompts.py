@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .text import (count_words, last_sentences, one_line, overlap, quoted_share, split_sentences, top_names,
+from ctxfst_tui.core.summary.text import (count_words, last_sentences, one_line, overlap, quoted_share, split_sentences, top_names,
                    ungrounded_names)
 
 PROMPT_VERSION = 2

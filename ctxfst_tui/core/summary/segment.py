@@ -31,8 +31,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .text import count_words, open_quote_after, quote_balance, sentence_spans, sha, trimmed_spans
-from .tree import Manuscript, Node
+from ctxfst_tui.core.summary.text import count_words, open_quote_after, quote_balance, sentence_spans, sha, trimmed_spans
+from ctxfst_tui.core.summary.tree import Manuscript, Node
 
 # ---------------------------------------------------------------- settings
 
@@ -59,7 +59,7 @@ class SegmentError(ValueError):
 
 def read_manuscript_text(path: str | Path) -> str:
     """The manuscript's text: UTF-8 (BOM dropped) or, failing that, cp1252; line ends normalized to ``\\n``."""
-    from ..files import NotRegularFile, read_regular
+    from ctxfst_tui.core.workspace.files import NotRegularFile, read_regular
 
     p = Path(path)
     try:

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..llm.base import ModelError
-from .segment import SegmentSettings, load_manuscript
-from .store import apply_stored, load_store, save_store, store_document, store_path
-from .summarizer import NodeCallback, ProgressCallback, Summarizer, SummaryReport, SummarySettings, memo_from_tree
-from .tree import Manuscript
+from ctxfst_tui.core.llm.base import ModelError
+from ctxfst_tui.core.summary.segment import SegmentSettings, load_manuscript
+from ctxfst_tui.core.summary.store import apply_stored, load_store, save_store, store_document, store_path
+from ctxfst_tui.core.summary.summarizer import NodeCallback, ProgressCallback, Summarizer, SummaryReport, SummarySettings, memo_from_tree
+from ctxfst_tui.core.summary.tree import Manuscript
 
 
 def model_info(backend: Any, style: str = "") -> dict[str, Any]:

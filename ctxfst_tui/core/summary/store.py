@@ -19,7 +19,7 @@ from typing import Any
 
 import platformdirs
 
-from .tree import Manuscript, Node
+from ctxfst_tui.core.summary.tree import Manuscript, Node
 
 FORMAT = "ctxfst-summary-tree"
 VERSION = 1
@@ -35,7 +35,7 @@ def beside_path(manuscript: str | os.PathLike) -> Path:
 
 
 def fallback_path(manuscript: str | os.PathLike) -> Path:
-    from ..files import safe_resolve
+    from ctxfst_tui.core.workspace.files import safe_resolve
 
     p = safe_resolve(manuscript)
     digest = hashlib.sha256(str(p).encode("utf-8")).hexdigest()[:12]
@@ -58,7 +58,7 @@ def store_path(manuscript: str | os.PathLike, explicit: str | os.PathLike | None
 
 def load_store(path: str | os.PathLike) -> dict[str, Any] | None:
     """The stored document, or None when there is none (a damaged file raises :class:`StoreError`)."""
-    from ..files import NotRegularFile, read_regular_text
+    from ctxfst_tui.core.workspace.files import NotRegularFile, read_regular_text
 
     p = Path(path)
     try:
@@ -98,7 +98,7 @@ def store_document(ms: Manuscript, *, model: dict[str, Any] | None = None, param
 def save_store(path: str | os.PathLike, document: dict[str, Any]) -> Path:
     """Write ``document`` safely (``core.safe_write``: temp file + rename; a new store gets the
     mode the umask gives, a replaced one keeps its mode and owner)."""
-    from ..safe_write import write_file
+    from ctxfst_tui.core.workspace.safe_write import write_file
 
     p = Path(path)
     try:

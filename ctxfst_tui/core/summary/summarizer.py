@@ -32,11 +32,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..llm.base import Cancelled, ContextOverflow, ModelError
-from .prompts import (PROMPT_VERSION, MergeItem, Prompt, Verdict, check_answer, context_before, joined_summaries,
+from ctxfst_tui.core.llm.base import Cancelled, ContextOverflow, ModelError
+from ctxfst_tui.core.summary.prompts import (PROMPT_VERSION, MergeItem, Prompt, Verdict, check_answer, context_before, joined_summaries,
                       merge_prompt, scene_prompt, subject_of)
-from .text import count_words, first_sentences, last_sentences, lower_vocabulary, one_line, sentence_spans, sha
-from .tree import Manuscript, Node
+from ctxfst_tui.core.summary.text import count_words, first_sentences, last_sentences, lower_vocabulary, one_line, sentence_spans, sha
+from ctxfst_tui.core.summary.tree import Manuscript, Node
 
 TOKEN_MARGIN = 48  # tokens kept free beyond the prompt and the output (chat templates, BOS)
 

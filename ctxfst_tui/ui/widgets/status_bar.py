@@ -9,7 +9,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from ..report import DocumentStatus
+from ctxfst_tui.services.report import DocumentStatus
 
 STATE_STYLE = {"valid": "$text-success", "warnings": "$text-warning", "errors": "$text-error"}
 GLYPH = {"valid": "✓", "warnings": "▲", "errors": "✗"}

@@ -1,0 +1,114 @@
+"""Chunk spans as the preview pane draws them: lines, token counts and size flags.
+
+The same shape comes from two places: a CtxFST document's existing ``<Chunk>`` tags (the
+current boundaries) and the structural chunker's output (proposed boundaries), so the
+preview and its tests need not know which one they show.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ctxfst_tui.core.format.source import LineIndex
+
+# CtxFST size guidelines (cl100k tokens): min ~100, target 300-800, max ~1,500.
+MIN_TOKENS = 100
+TARGET_TOKENS = (300, 800)
+MAX_TOKENS = 1500
+
+
+def size_flag(tokens: int) -> str | None:
+    if tokens < MIN_TOKENS:
+        return "small"
+    if tokens > MAX_TOKENS:
+        return "large"
+    return None
+
+
+@dataclass(frozen=True)
+class ChunkSpan:
+    """One chunk as drawn: 1-based first/last line, its real token count, and why it stands out."""
+
+    index: int
+    id: str
+    start: int
+    end: int
+    line: int
+    end_line: int
+    tokens: int
+    label: str
+    synthetic: bool = False
+    oversize: bool = False  # an atomic unit over the budget (cannot be split further)
+
+    @property
+    def flag(self) -> str | None:
+        return size_flag(self.tokens)
+
+
+def _last_line(index: LineIndex, start: int, end: int) -> int:
+    """Last line that holds content of [start, end) (a span ending at a line start stops above it)."""
+    if end <= start:
+        return index.line_of(start)
+    return index.line_of(max(end - 1, start))
+
+
+def spans_from_chunks(chunks: Iterable[Any], text: str, index: LineIndex | None = None) -> list[ChunkSpan]:
+    """Spans from chunker output (objects with index, id, start, end, tokens, breadcrumb, synthetic)."""
+    index = index or LineIndex(text)
+    out = []
+    for c in chunks:
+        meta = getattr(c, "metadata", None) or {}
+        out.append(
+            ChunkSpan(
+                index=int(c.index),
+                id=str(c.id),
+                start=int(c.start),
+                end=int(c.end),
+                line=index.line_of(int(c.start)),
+                end_line=_last_line(index, int(c.start), int(c.end)),
+                tokens=int(c.tokens),
+                label=str(getattr(c, "breadcrumb", "") or getattr(c, "heading", "") or ""),
+                synthetic=bool(getattr(c, "synthetic", False)),
+                oversize=bool(meta.get("oversize", False)) if isinstance(meta, dict) else False,
+            )
+        )
+    return out
+
+
+def spans_from_tags(doc: Any, count_tokens) -> list[ChunkSpan]:
+    """Spans of a CtxFST document's own ``<Chunk>`` tags, tokens counted on their content."""
+    chunks = list(doc.body_chunks)
+    counts = count_tokens([c.content for c in chunks]) if chunks else []
+    out = []
+    for i, (c, n) in enumerate(zip(chunks, counts)):
+        end = c.close.end if c.close else len(doc.text)
+        out.append(
+            ChunkSpan(
+                index=i,
+                id=c.id,
+                start=c.open.start,
+                end=end,
+                line=c.open.line,
+                end_line=c.close.line if c.close else doc.index.line_count,
+                tokens=n,
+                label=c.id,
+            )
+        )
+    return out
+
+
+def size_summary(spans: list[ChunkSpan]) -> dict[str, Any]:
+    """Count, min/median/max tokens and how many chunks fall outside the guidelines."""
+    if not spans:
+        return {"count": 0, "min": 0, "median": 0, "max": 0, "small": 0, "large": 0, "in_target": 0}
+    tokens = [s.tokens for s in spans]
+    return {
+        "count": len(spans),
+        "min": min(tokens),
+        "median": int(statistics.median(tokens)),
+        "max": max(tokens),
+        "small": sum(s.flag == "small" for s in spans),
+        "large": sum(s.flag == "large" for s in spans),
+        "in_target": sum(TARGET_TOKENS[0] <= t <= TARGET_TOKENS[1] for t in tokens),
+    }

@@ -1,0 +1,1 @@
+"""Chunk-quality diagnosis: the issue model, the workspace index and the checks."""

@@ -1,0 +1,98 @@
+"""chunks.json export, record for record the shape of the reference ``export_to_lancedb.py``.
+
+Unlike the reference, a document with validation errors is refused (the reference writes
+whatever its regex happened to match), so a vector store never ingests a broken document.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ctxfst_tui.core.format.document import Document, jsonable
+from ctxfst_tui.core.format.findings import Finding
+from ctxfst_tui.core.format.validate import validate
+
+# Optional chunk fields copied when present, in the reference's record order.
+OPTIONAL_CHUNK_FIELDS = ("entities", "created_at", "version", "type", "priority", "dependencies", "state_refs")
+
+
+class ExportRefused(Exception):
+    """The input has validation errors; ``finding`` is the first one."""
+
+    def __init__(self, finding: Finding, count: int):
+        super().__init__(finding.one_line())
+        self.finding = finding
+        self.count = count
+
+
+@dataclass
+class ExportResult:
+    entities: list[dict] = field(default_factory=list)
+    chunks: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entities": self.entities, "chunks": self.chunks}
+
+
+def chunk_records(doc: Document, source: str, warnings: list[str]) -> list[dict]:
+    """One record per frontmatter chunk that has body content."""
+    data = doc.data or {}
+    if not isinstance(data.get("chunks"), list):
+        return []
+    body = {c.id: c.content for c in doc.body_chunks}
+    records = []
+    for entry in doc.chunks:
+        d = entry.data
+        if not isinstance(d, dict) or not d.get("id"):
+            continue
+        content = body.get(d["id"], "")
+        if not content:
+            warnings.append(f"{doc.label}:{entry.line}: chunk '{d['id']}' has no content in the body; not exported")
+            continue
+        record: dict[str, Any] = {
+            "id": d["id"],
+            "context": d.get("context", ""),
+            "content": content,
+            "tags": d.get("tags", []),
+            "source": source,
+        }
+        for key in OPTIONAL_CHUNK_FIELDS:
+            if key in d:
+                record[key] = d[key]
+        records.append(jsonable(record))
+    return records
+
+
+def export_documents(docs: Iterable[Document]) -> ExportResult:
+    """Export documents together; entities are de-duplicated by id (first wins). Raises ExportRefused."""
+    result = ExportResult()
+    seen: dict[Any, dict] = {}
+    for doc in docs:
+        findings = validate(doc)
+        errors = [f for f in findings if f.severity == "error"]
+        if errors:
+            raise ExportRefused(errors[0], len(errors))
+        data = doc.data or {}
+        if "chunks" not in data:
+            result.warnings.append(f"{doc.label}: no frontmatter chunks; nothing exported")
+            continue
+        result.chunks.extend(chunk_records(doc, doc.label, result.warnings))
+        for e in doc.entities:
+            if isinstance(e.data, dict) and e.data.get("id") and e.data["id"] not in seen:
+                seen[e.data["id"]] = jsonable(dict(e.data))
+    result.entities = list(seen.values())
+    return result
+
+
+def dumps(result: ExportResult, fmt: str = "json", pretty: bool = False) -> str:
+    """Serialise as one JSON object, or as JSON Lines with one chunk record a line.
+
+    "json" is byte for byte what the reference writes (``json.dump(data, f, ensure_ascii=False)``,
+    ``--pretty``: ``indent=2``; no trailing newline), so its users' pipelines and diffs see no
+    change. JSON Lines has no reference: each record ends with a newline, as that format requires.
+    """
+    if fmt == "jsonl":
+        return "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in result.chunks)
+    return json.dumps(result.to_json(), ensure_ascii=False, indent=2 if pretty else None)

@@ -1,0 +1,1 @@
+"""The Diagnosis view and the per-document findings list."""

@@ -1,0 +1,1 @@
+"""The Entities view: the entity table and the merge suggestions."""

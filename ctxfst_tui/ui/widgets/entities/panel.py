@@ -1,0 +1,266 @@
+"""The entity panel: every entity of the workspace, and the merges the alias clustering suggests.
+
+The table and the suggestion list only render what the screen hands them and post intents
+(``EntityEditRequested``, ``MergeRequested``); the screen shows the diff, asks, and runs the
+operation. Which member of a suggestion is the canonical one is view state kept here until
+the user merges (``c`` cycles through the members).
+"""
+from __future__ import annotations
+
+from rich.cells import cell_len, set_cell_size
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import DataTable, OptionList
+from textual.widgets.option_list import Option
+
+from ctxfst_tui.core.entities.aliases import Cluster
+from ctxfst_tui.services.analysis import EntityInfo
+from ctxfst_tui.ui.messages import EntityEditRequested, MergeRequested
+
+TIER_STYLE = {"sure": "$text-success", "review": "$text-warning"}
+
+
+def fit_names(names: list[str], width: int) -> str:
+    """``names`` joined by commas within ``width`` cells: as many as fit, then ``+N`` for the rest
+    (a first name too long on its own is cut with an ellipsis), so a cell never scrolls sideways."""
+    if not names:
+        return ""
+    full = ", ".join(names)
+    if cell_len(full) <= width:
+        return full
+    shown: list[str] = []
+    for i, name in enumerate(names):
+        rest = f" +{len(names) - i - 1}" if i + 1 < len(names) else ""
+        candidate = ", ".join([*shown, name]) + rest
+        if cell_len(candidate) > width:
+            break
+        shown.append(name)
+    if shown:
+        return ", ".join(shown) + f" +{len(names) - len(shown)}"
+    more = f" +{len(names) - 1}" if len(names) > 1 else ""
+    return set_cell_size(names[0], max(1, width - cell_len(more) - 1)) + "…" + more
+
+
+class EntityTable(DataTable[Text]):
+    """One row per entity id: id, name, type, aliases, chunk links, documents."""
+
+    BINDINGS = [
+        Binding("e", "edit('entity')", "Edit", id="entities.edit", tooltip="Rename the id, rename or retype the entity"),
+        Binding("a", "edit('aliases')", "Aliases", id="entities.aliases", tooltip="Add or remove aliases"),
+        Binding("delete,d", "edit('delete')", "Delete", id="entities.delete", tooltip="Delete the entity and its links"),
+    ]
+    COMPONENT_CLASSES = {"entity-table--undeclared", "entity-table--muted", "entity-table--id"}
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self._entities: list[EntityInfo] = []
+        self._rendered_width = 0
+        self.border_title = "Entities"
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._render_rows())
+        self._render_rows()
+
+    # ------------------------------------------------------------ what the screen hands down
+    @property
+    def entities(self) -> list[EntityInfo]:
+        return list(self._entities)
+
+    @property
+    def ids(self) -> list[str]:
+        return [e.id for e in self._entities]
+
+    @property
+    def current(self) -> EntityInfo | None:
+        if not self._entities or not 0 <= self.cursor_row < len(self._entities):
+            return None
+        return self._entities[self.cursor_row]
+
+    def show_entities(self, entities: list[EntityInfo]) -> None:
+        keep = self.current.id if self.current is not None else None
+        row = self.cursor_row
+        self._entities = list(entities)
+        ids = self.ids
+        self._render_rows(ids.index(keep) if keep in ids else row)
+        declared = sum(e.declared for e in entities)
+        undeclared = len(entities) - declared
+        self.border_subtitle = f"{declared} declared" + (f" · {undeclared} undeclared" if undeclared else "")
+
+    def highlight(self, entity_id: str) -> bool:
+        ids = self.ids
+        if entity_id in ids:
+            self.move_cursor(row=ids.index(entity_id), scroll=True)
+            return True
+        return False
+
+    # ------------------------------------------------------------ rendering
+    def _style(self, component: str):
+        return self.get_component_rich_style(f"entity-table--{component}", partial=True)
+
+    def on_resize(self) -> None:
+        if self._entities and self._rendered_width != self.scrollable_content_region.width:
+            self._render_rows(self.cursor_row)  # the Documents column follows the width
+
+    def _render_rows(self, cursor_row: int = 0) -> None:
+        self.clear(columns=True)
+        headers = ("Id", "Name", "Type", "Aliases", "Chunks", "Documents")
+        for header in headers:
+            self.add_column(header, key=header.lower())
+        muted, undeclared, id_style = self._style("muted"), self._style("undeclared"), self._style("id")
+        rows = []
+        for e in self._entities:
+            if e.declared:
+                name = Text(e.name or "", style="" if e.name else muted)
+                kind = Text(e.type or "—", style="" if e.type else muted)
+            else:
+                name = Text("(declared nowhere)", undeclared)
+                kind = Text("—", muted)
+            rows.append((
+                Text(e.id, id_style if e.declared else undeclared),
+                name,
+                kind,
+                Text(", ".join(e.aliases), muted) if e.aliases else Text(""),
+                Text(str(e.chunks), justify="right"),
+            ))
+        # the Documents column gets the width the others leave (no sideways scrolling)
+        region = self.scrollable_content_region
+        self._rendered_width = width = region.width
+        pad = 2 * self.cell_padding
+        used = sum(
+            max([cell_len(h)] + [row[i].cell_len for row in rows]) + pad for i, h in enumerate(headers[:-1])
+        )
+        if len(rows) + 1 > region.height:  # (the header row and the rows): a vertical scrollbar
+            used += self.styles.scrollbar_size_vertical
+        room = max(cell_len(headers[-1]), width - used - pad) if width else 10_000
+        for e, row in zip(self._entities, rows):
+            self.add_row(*row, Text(fit_names(list(e.documents), room), muted), key=e.id)
+        if self._entities:
+            self.move_cursor(row=max(0, min(cursor_row, len(self._entities) - 1)), scroll=True)
+
+    # ------------------------------------------------------------ intents
+    def action_edit(self, what: str) -> None:
+        entity = self.current
+        if entity is None:
+            self.notify("No entity selected.", severity="warning", timeout=2)
+            return
+        self.post_message(EntityEditRequested(entity, what))
+
+
+class ClusterList(OptionList):
+    """The suggested merges: tier, the canonical entity and the ones merged into it, and why."""
+
+    BINDINGS = [
+        Binding("m", "merge", "Merge", id="clusters.merge", tooltip="Show the diff of the merge, then merge"),
+        Binding("c", "cycle_canonical", "Canonical", id="clusters.canonical", tooltip="Choose which member the others merge into"),
+        Binding("x", "dismiss", "Dismiss", id="clusters.dismiss", tooltip="Hide this suggestion for the session"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._clusters: list[Cluster] = []
+        self._names: dict[str, str] = {}
+        self._canonical: dict[frozenset, str] = {}  # the user's choice, per cluster
+        self._dismissed: set[frozenset] = set()
+        self._shown: list[Cluster] = []
+        self.border_title = "Suggested merges"
+
+    # ------------------------------------------------------------ what the screen hands down
+    @property
+    def clusters(self) -> list[Cluster]:
+        """The suggestions shown (dismissed ones left out)."""
+        return list(self._shown)
+
+    @property
+    def current(self) -> Cluster | None:
+        i = self.highlighted
+        return self._shown[i] if i is not None and 0 <= i < len(self._shown) else None
+
+    def canonical(self, cluster: Cluster) -> str:
+        chosen = self._canonical.get(frozenset(cluster.members))
+        return chosen if chosen in cluster.members else cluster.canonical
+
+    def show_clusters(self, clusters: list[Cluster], names: dict[str, str]) -> None:
+        keep = frozenset(self.current.members) if self.current is not None else None
+        old = self.highlighted or 0
+        self._clusters = list(clusters)
+        self._names = dict(names)
+        self._render_options(keep, old)
+
+    def _render_options(self, keep: frozenset | None = None, old: int = 0) -> None:
+        self._shown = [c for c in self._clusters if frozenset(c.members) not in self._dismissed]
+        self.clear_options()
+        for c in self._shown:
+            self.add_option(Option(self._prompt(c)))
+        if not self._shown:
+            self.add_option(Option(Content.from_markup("[$text-muted]No merges to suggest: no two entities look alike.[/]"), disabled=True))
+        sure = sum(c.tier == "sure" for c in self._shown)
+        self.border_subtitle = f"{sure} sure · {len(self._shown) - sure} to review" if self._shown else ""
+        if self._shown:
+            keys = [frozenset(c.members) for c in self._shown]
+            self.highlighted = keys.index(keep) if keep in keys else min(old, len(self._shown) - 1)
+
+    def _entity(self, eid: str) -> Content:
+        name = self._names.get(eid)
+        if name:
+            return Content.assemble((eid, "bold"), " ", (f"“{name}”", "$text-muted"))
+        return Content.styled(eid, "bold")
+
+    def _prompt(self, c: Cluster) -> Content:
+        into = self.canonical(c)
+        merged = [m for m in c.members if m != into]
+        tier = Content.styled(f"{c.tier:<6}", f"{TIER_STYLE.get(c.tier, '$text-muted')} bold")
+        parts: list = [tier, " ", self._entity(into), ("  ⟵  ", "$text-accent")]
+        for i, m in enumerate(merged):
+            if i:
+                parts.append(", ")
+            parts.append(self._entity(m))
+        evidence = [r for r in c.reasons if not r.startswith("canonical ")] or c.reasons
+        why = Content.styled("       " + (evidence[0] if evidence else ""), "$text-muted italic")
+        return Content.assemble(*parts, "\n", why)
+
+    # ------------------------------------------------------------ intents
+    def action_cycle_canonical(self) -> None:
+        c = self.current
+        if c is None:
+            return
+        members = c.members
+        now = self.canonical(c)
+        self._canonical[frozenset(members)] = members[(members.index(now) + 1) % len(members)]
+        self.replace_option_prompt_at_index(self.highlighted or 0, self._prompt(c))
+
+    def action_dismiss(self) -> None:
+        c = self.current
+        if c is None:
+            return
+        self._dismissed.add(frozenset(c.members))
+        self._render_options(None, self.highlighted or 0)
+
+    def action_merge(self) -> None:
+        c = self.current
+        if c is None:
+            self.notify("No merge suggestion selected.", severity="warning", timeout=2)
+            return
+        into = self.canonical(c)
+        self.post_message(MergeRequested(into, [m for m in c.members if m != into], c.tier))
+
+    @on(OptionList.OptionSelected)
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.action_merge()
+
+
+class EntityPanel(Vertical):
+    """The entity table above the suggested merges."""
+
+    def compose(self) -> ComposeResult:
+        yield EntityTable(id="entity-table")
+        yield ClusterList(id="cluster-list")
+
+    def show(self, entities: list[EntityInfo], clusters: list[Cluster]) -> None:
+        self.query_one(EntityTable).show_entities(entities)
+        names = {e.id: e.name for e in entities if e.name}
+        self.query_one(ClusterList).show_clusters(clusters, names)

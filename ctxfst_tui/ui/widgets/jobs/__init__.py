@@ -1,0 +1,1 @@
+"""The model-job status line."""

@@ -1,0 +1,1 @@
+"""The Summary view: the scene → chapter → book tree of a novel."""
