@@ -35,6 +35,7 @@ run: $(STAMP)
 	$(VENV)/bin/ctxfst-tui sample_docs
 
 test: $(STAMP)
+	$(VENV)/bin/lint-imports --no-cache --no-logo
 	$(PY) -m pytest -q
 	@if [ -f "$(SHARED)/conformance/check.py" ]; then \
 		echo "== conformance suite ($(SHARED)/conformance)"; \

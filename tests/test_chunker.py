@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -488,17 +485,6 @@ def test_tokens_are_exact_for_what_is_embedded():
         chunks = chunk_text(text, opts)
         assert chunks
         check_invariants(text, chunks, opts)
-
-
-def test_core_modules_do_not_import_ui():
-    code = (
-        "import sys, ctxfst_tui.core.chunking.chunker, ctxfst_tui.core.chunking.markdown, ctxfst_tui.core.chunking.tokens, "
-        "ctxfst_tui.core.chunking.plaintext\n"
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
-        "print(','.join(bad)); sys.exit(1 if bad else 0)"
-    )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[1])
-    assert p.returncode == 0, p.stdout + p.stderr
 
 
 # -- blocks -------------------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -287,10 +286,3 @@ def test_a_failed_save_keeps_the_old_file_and_reports(monkeypatch: pytest.Monkey
     assert sorted(p.name for p in cfg.state_dir().iterdir()) == ["state.json"]
     assert load_state()[0].theme == "old"
 
-
-def test_config_module_does_not_import_textual() -> None:
-    import subprocess
-
-    code = "import sys, ctxfst_tui.config; print(any(m.split('.')[0] in ('textual', 'rich') for m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert out == "False"

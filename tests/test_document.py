@@ -5,8 +5,6 @@ import datetime as dt
 import difflib
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,17 +14,6 @@ from conftest import FIXTURES, HOSTILE_FILES, SAMPLE_DOCS, conformance_docs
 
 QUIRKS = FIXTURES / "quirks.ctxfst.md"
 CRLF_BOM = FIXTURES / "crlf-bom.ctxfst.md"
-
-
-def test_core_does_not_import_textual():
-    code = (
-        "import sys, ctxfst_tui.core.format.document, ctxfst_tui.core.format.validate, ctxfst_tui.core.format.export, "
-        "ctxfst_tui.core.diagnosis.diagnose, ctxfst_tui.core.entities.profiles, ctxfst_tui.core.entities.graph, ctxfst_tui.cli\n"
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
-        "print(','.join(bad)); sys.exit(1 if bad else 0)"
-    )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[1])
-    assert p.returncode == 0, f"core imported UI modules: {p.stdout} {p.stderr}"
 
 
 def test_tag_spans_are_exact():

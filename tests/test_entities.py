@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import difflib
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -122,13 +120,6 @@ def assert_valid(*docs: Document) -> None:
 
 
 # ---------------------------------------------------------------- workspace
-
-
-def test_core_entities_do_not_import_ui():
-    code = ("import sys, ctxfst_tui.core.workspace.entity_ops, ctxfst_tui.core.entities.aliases\n"
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]\n"
-            "sys.exit(1 if bad else 0)")
-    assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1]).returncode == 0
 
 
 def test_entity_table(ws, ws_dir):
