@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxfst_tui.core.contextualize.run import ContextualizeOptions, contextualize, format_report
+from ctxfst_tui.core.contextualize.report_text import format_report
+from ctxfst_tui.core.contextualize.run import ContextualizeOptions, contextualize
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.llm import CachedBackend, CompletionCache
 from ctxfst_tui.core.llm.llama import LlamaBackend, default_threads

@@ -16,9 +16,9 @@ from ctxfst_tui.core.contextualize.run import (
     apply_notes,
     contextualize,
     document_window,
-    format_report,
     generate_notes,
 )
+from ctxfst_tui.core.contextualize.report_text import format_report
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.workspace.undo import UndoStack
 from ctxfst_tui.core.workspace.workspace import Workspace

@@ -454,11 +454,11 @@ def _backend(args: argparse.Namespace):
 
 
 def cmd_contextualize(args: argparse.Namespace) -> int:
+    from ctxfst_tui.core.contextualize.report_text import format_report
     from ctxfst_tui.core.contextualize.run import (
         ContextualizeError,
         ContextualizeOptions,
         contextualize,
-        format_report,
     )
     from ctxfst_tui.core.llm import ModelError
     from ctxfst_tui.core.llm.probe import preflight
