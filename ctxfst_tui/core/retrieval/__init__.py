@@ -1,0 +1,1 @@
+"""Retrieval: a LanceDB index of the workspace, embedders, queries that explain themselves, evaluation."""
