@@ -6,12 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.diagnosis.diagnose import (
-    COSINE_THRESHOLD,
-    SIMILARITY_THRESHOLD,
-    diagnose,
-    diagnose_workspace,
-)
+from ctxfst_tui.core.diagnosis.diagnose import diagnose, diagnose_workspace
+from ctxfst_tui.core.diagnosis.similarity import COSINE_THRESHOLD, SIMILARITY_THRESHOLD
 from ctxfst_tui.core.format.document import Document
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

@@ -1,0 +1,68 @@
+"""Semantic-similarity checks: chunk pairs retrieval cannot tell apart, across the workspace.
+
+A pair is similar by the reference's word Jaccard or by TF-IDF cosine; each document of the
+pair reports it at its own chunk.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+from ctxfst_tui.core.diagnosis.index import ChunkRecord, DocumentDiagnosis, WorkspaceIndex
+from ctxfst_tui.core.diagnosis.terms import TfIdf, jaccard, word_set
+
+SIMILARITY_THRESHOLD = 0.6  # the reference's Jaccard of context+content word sets
+COSINE_THRESHOLD = 0.5  # TF-IDF cosine of context+content (stemmed, stopwords removed)
+NEAR_DUPLICATE_COSINE = 0.9
+
+
+@dataclass
+class SimilarPair:
+    a: ChunkRecord
+    b: ChunkRecord
+    cosine: float
+    jaccard: float
+    terms: list[str]
+
+
+def similarity(ws: WorkspaceIndex) -> None:
+    chunks = ws.chunks
+    texts = [c.context + "\n" + c.content for c in chunks]
+    ws.tfidf = tf = TfIdf(texts)
+    words = [word_set(t.replace("\n", " ")) for t in texts]
+    pairs = set(tf.candidates())
+    for d in ws.diags:  # the reference compares every pair within a document
+        ks = [c.order for c in d.chunks] if d.ok else []
+        pairs.update(combinations(ks, 2))
+    for i, j in sorted(pairs):
+        if chunks[i].doc == chunks[j].doc and chunks[i].id == chunks[j].id:
+            continue  # one id twice in a document: validation reports it
+        cos = tf.cosine(i, j)
+        jac = jaccard(words[i], words[j])
+        if cos >= COSINE_THRESHOLD or jac >= SIMILARITY_THRESHOLD:
+            ws.similar_pairs.append(SimilarPair(chunks[i], chunks[j], cos, jac, tf.shared_terms(i, j)))
+
+
+def semantic_similarity(d: DocumentDiagnosis) -> None:
+    """Chunk pairs that retrieval cannot tell apart: the reference's word Jaccard, or TF-IDF cosine."""
+    for pair in d.ws.similar_pairs if d.ws else []:
+        a, b = pair.a, pair.b
+        if d.number not in (a.doc, b.doc):
+            continue
+        here = b if b.doc == d.number else a
+        other = a if here is b else b
+        cross = a.doc != b.doc
+        score = max(pair.cosine, pair.jaccard)
+        near = pair.cosine >= NEAR_DUPLICATE_COSINE
+        terms = ", ".join(pair.terms) if pair.terms else "none"
+        where = f" (in {d.ws.docs[other.doc].label})" if cross else ""
+        suggestion = (f"Differentiate contexts: emphasize what makes '{a.id}' unique vs '{b.id}'{where}. "
+                      "Consider different use cases or examples.")
+        if near:
+            suggestion += " They are near-duplicates: if they say the same thing, keep one and delete the other."
+        d.add("semantic_similarity", "warning", "similar-chunks", [a.id, b.id],
+              f"Chunks may confuse retrieval (similarity: {score:.0%}; TF-IDF cosine {pair.cosine:.2f}, "
+              f"word overlap {pair.jaccard:.0%}){where}. Shared distinctive terms: {terms}",
+              suggestion, at=d.at(here.entry, "context"),
+              cosine=round(pair.cosine, 4), jaccard=round(pair.jaccard, 4), shared_terms=list(pair.terms),
+              files=[d.ws.docs[a.doc].label, d.ws.docs[b.doc].label] if cross else None)
