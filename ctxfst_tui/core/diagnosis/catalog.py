@@ -19,6 +19,7 @@ GENERIC_ENTITY_NAMES = frozenset({
 
 
 def entity_clusters(ws: WorkspaceIndex) -> None:
+    """Alias clusters over every declaration of the workspace, and the pairs sharing a name."""
     ents = ws.ents
     if len({e.id for e in ents}) < 2:
         return

@@ -16,6 +16,8 @@ from ctxfst_tui.core.format.document import Entry, jsonable
 
 @dataclass
 class DependencyCycle:
+    """A dependency loop and the edge its fix removes (``source`` depends on ``target``, in ``entry``)."""
+
     nodes: list[str]
     source: str
     target: str
@@ -25,6 +27,7 @@ class DependencyCycle:
 
 
 def dependency_cycles(ws: WorkspaceIndex) -> None:
+    """Each cycle of the workspace's dependency graph once, with the one edge whose removal breaks it."""
     import networkx as nx
 
     g = nx.DiGraph()
@@ -92,6 +95,7 @@ def dependencies(d: DocumentDiagnosis) -> None:
 
 
 def _near_chunk(d: DocumentDiagnosis, dep: str) -> str | None:
+    """The one chunk id within two edits of ``dep``, for a 'did you mean'."""
     ids = list(d.ws.chunk_docs) if d.ws else [c.id for c in d.chunks]
     close = [i for i in ids if OSA.distance(dep, i) <= 2]
     return close[0] if len(close) == 1 else None

@@ -153,6 +153,7 @@ class WorkspaceIndex:
 
 
 def index_chunks(ws: WorkspaceIndex) -> None:
+    """Number the usable chunks of the workspace (``order``) and note which documents hold each id."""
     for k, c in enumerate(ws.chunks):
         c.order = k
         docs = ws.chunk_docs.setdefault(c.id, [])
@@ -161,6 +162,7 @@ def index_chunks(ws: WorkspaceIndex) -> None:
 
 
 def index_entities(ws: WorkspaceIndex) -> None:
+    """Entity lookups across documents: first declarations, names, forms, what is used and who names what."""
     for e in ws.ents:
         ws.first_decl.setdefault(e.id, e)
         ws.names.setdefault(e.id, e.name)

@@ -27,6 +27,7 @@ def _form_pattern(form: str) -> str:
 
 
 def fold_form(form: str) -> str:
+    """A form as compared: spaces collapsed, case folded unless it is shorter than 3 characters."""
     form = " ".join(form.split())
     return form.casefold() if len(form) >= 3 else form
 

@@ -18,6 +18,8 @@ NEAR_DUPLICATE_COSINE = 0.9
 
 @dataclass
 class SimilarPair:
+    """Two chunks retrieval may confuse, with both scores and the terms they share (as written)."""
+
     a: ChunkRecord
     b: ChunkRecord
     cosine: float
@@ -26,6 +28,7 @@ class SimilarPair:
 
 
 def similarity(ws: WorkspaceIndex) -> None:
+    """Score candidate pairs once for the whole workspace; every pair within a document is a candidate."""
     chunks = ws.chunks
     texts = [c.context + "\n" + c.content for c in chunks]
     ws.tfidf = tf = TfIdf(texts)

@@ -17,6 +17,7 @@ CHUNK_TOKENS_TARGET = (300, 800)
 
 
 def count_tokens(ws: WorkspaceIndex) -> None:
+    """Token counts of every chunk body in one batch (one tokenizer load for the workspace)."""
     chunks = [c for c in ws.chunks if c.body is not None and c.content]
     texts = [c.content for c in chunks]
     try:

@@ -65,6 +65,7 @@ def structure(d: DocumentDiagnosis) -> bool:
 
 
 def _collect_entities(d: DocumentDiagnosis) -> None:
+    """Entity records of declarations with a string id (others are the catalog checks' business)."""
     for e in d.doc.entities:
         if not isinstance(e.data, dict) or not isinstance(e.data.get("id"), str):
             continue

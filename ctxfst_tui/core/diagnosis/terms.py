@@ -18,6 +18,7 @@ CANDIDATE_MAX_DF = 0.3  # ... using only terms found in at most this share of th
 
 
 def word_set(text: str) -> set[str]:
+    """The reference's words of ``text``: lower-cased runs of 3+ ASCII letters."""
     return set(WORD.findall(text.lower()))
 
 
