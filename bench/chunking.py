@@ -22,7 +22,9 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ctxfst_tui.core.chunking.chunker import ChunkOptions, Chunker, clear_caches
+from ctxfst_tui.core.chunking.cache import clear_caches
+from ctxfst_tui.core.chunking.chunker import Chunker
+from ctxfst_tui.core.chunking.options import ChunkOptions
 from ctxfst_tui.core.chunking.tokens import get_encoding
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)

@@ -6,15 +6,11 @@ import json
 
 import pytest
 
-from ctxfst_tui.core.chunking.chunker import (
-    Chunk,
-    ChunkOptions,
-    Chunker,
-    chunk_text,
-    clear_caches,
-    compose_text,
-)
+from ctxfst_tui.core.chunking.cache import clear_caches
+from ctxfst_tui.core.chunking.chunk import Chunk, compose_text
+from ctxfst_tui.core.chunking.chunker import Chunker, chunk_text
 from ctxfst_tui.core.chunking.markdown import parse_blocks
+from ctxfst_tui.core.chunking.options import ChunkOptions
 from ctxfst_tui.core.chunking.tokens import get_counter
 from conftest import SAMPLE_DOCS, SHARED
 
@@ -614,7 +610,8 @@ def test_counts_are_exact_with_the_parallel_parse_and_odd_white_space():
 
 
 def test_without_numpy_the_counts_are_the_same(monkeypatch):
-    from ctxfst_tui.core.chunking import chunker as chunker_mod
+    from ctxfst_tui.core.chunking import blocks as blocks_mod
+    from ctxfst_tui.core.chunking import packer as packer_mod
     from ctxfst_tui.core.chunking import tokens as tokens_mod
 
     text = (SAMPLE_DOCS / "plain-note.md").read_text(encoding="utf-8") * 2 + HEADINGS
@@ -622,7 +619,8 @@ def test_without_numpy_the_counts_are_the_same(monkeypatch):
     clear_caches()
     expected = [c.to_json() for c in chunk_text(text, opts)]
     monkeypatch.setattr(tokens_mod, "_np", None)
-    monkeypatch.setattr(chunker_mod, "_np", None)
+    monkeypatch.setattr(blocks_mod, "_np", None)
+    monkeypatch.setattr(packer_mod, "_np", None)
     clear_caches()
     assert [c.to_json() for c in chunk_text(text, opts)] == expected
 

@@ -6,7 +6,9 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxfst_tui.core.chunking.chunker import ChunkOptions, chunk_text, clear_caches
+from ctxfst_tui.core.chunking.cache import clear_caches
+from ctxfst_tui.core.chunking.chunker import chunk_text
+from ctxfst_tui.core.chunking.options import ChunkOptions
 from ctxfst_tui.core.chunking.tokens import get_counter
 
 ENC = get_counter().encoding

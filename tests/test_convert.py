@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ctxfst_tui.cli import main
-from ctxfst_tui.core.chunking.chunker import ChunkOptions, chunk_text
+from ctxfst_tui.core.chunking.chunker import chunk_text
 from ctxfst_tui.core.chunking.convert import (
     ConvertError,
     category_for,
@@ -16,6 +16,7 @@ from ctxfst_tui.core.chunking.convert import (
     convert_text,
     slug,
 )
+from ctxfst_tui.core.chunking.options import ChunkOptions
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.format.validate import has_errors, validate
 from conftest import SAMPLE_DOCS, SHARED

@@ -1,1 +1,3 @@
-"""Cutting text into chunks: Markdown blocks, plain and PDF text, token counts, the chunker, spans, the preview and the note-to-CtxFST convert."""
+"""Cutting text into chunks: Markdown blocks, plain and PDF text, token counts, the chunker (options,
+analysed blocks, cut points, header counts, packer, chunk, caches), spans, the preview and the
+note-to-CtxFST convert."""

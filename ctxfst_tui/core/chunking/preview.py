@@ -33,7 +33,7 @@ class Budget:
 
 def size_range() -> tuple[int, int]:
     """The chunk sizes the chunker accepts as they are (it clamps anything else)."""
-    from ctxfst_tui.core.chunking.chunker import MAX_SIZE, MIN_SIZE
+    from ctxfst_tui.core.chunking.options import MAX_SIZE, MIN_SIZE
 
     return MIN_SIZE, MAX_SIZE
 
@@ -76,7 +76,7 @@ class Previewer:
             return self._counter
 
     def options(self, budget: Budget):
-        from ctxfst_tui.core.chunking.chunker import ChunkOptions
+        from ctxfst_tui.core.chunking.options import ChunkOptions
 
         return ChunkOptions(unit=budget.unit, chunk_size=budget.size, overlap=budget.overlap)
 
