@@ -141,11 +141,16 @@ def _from_document(corpus: Corpus, doc: Document, label: str, embed: str) -> Non
         _add_chunk(corpus, chunk, rec)
 
 
+def _plain_path(path: list[str]) -> str:
+    """``["# A", "## B"]`` → ``"A > B"`` (the chunker keeps the heading markers)."""
+    return " > ".join(p.lstrip("#").strip() for p in path or [])
+
+
 def _from_note(corpus: Corpus, text: str, label: str, options: ChunkOptions) -> None:
     for i, c in enumerate(chunk_text(text, options, source=label)):
         cid = f"{Path(label).stem}-{i + 1}"
         chunk = CorpusChunk(
-            key=f"{label}#{cid}", chunk_id=cid, document=label, breadcrumb=c.breadcrumb or "",
+            key=f"{label}#{cid}", chunk_id=cid, document=label, breadcrumb=_plain_path(c.path),
             content=c.content, context=c.context or "", tags=[], entities=[], embed_text=c.text,
         )
         _add_chunk(corpus, chunk, {"id": cid, "context": chunk.context, "content": c.content, "tags": [], "source": label})

@@ -1,0 +1,219 @@
+"""Retrieval core: the corpus, the bundled embedder, a real LanceDB index and the fused query."""
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ctxfst_tui.core.retrieval import bundled_embedder
+from ctxfst_tui.core.retrieval.analyzer import analyze, query_terms
+from ctxfst_tui.core.retrieval.corpus import CorpusError, load_corpus
+from ctxfst_tui.core.retrieval.embedders import BundledEmbedder
+from ctxfst_tui.core.retrieval.index import build_index, lancedb
+from ctxfst_tui.core.retrieval.query import QueryError, Searcher
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+CH22 = SHARED / "retrieval" / "ch22" / "benchmark.ctxfst.md"
+CAREER = SHARED / "retrieval" / "career-kb" / "chunks.json"
+needs_shared = pytest.mark.skipif(not CH22.is_file(), reason="../shared/retrieval not beside the checkout")
+
+NOTE_DOC = """---
+title: Languages
+entities:
+  - id: entity:javascript
+    name: JavaScript
+    type: skill
+    aliases: [JS, ECMAScript]
+  - id: entity:database
+    name: Database
+    type: concept
+    aliases: [資料庫]
+  - id: entity:rust
+    name: Rust
+    type: skill
+chunks:
+  - id: lang:js
+    tags: [web]
+    entities: [entity:javascript]
+    context: The scripting language of the browser.
+  - id: lang:db
+    tags: [storage]
+    entities: [entity:database]
+    context: Where the data lives.
+  - id: lang:rust
+    tags: [systems]
+    entities: [entity:rust]
+    context: A systems language.
+---
+
+# Languages
+
+## Web
+
+<Chunk id="lang:js">
+Closures and prototypes make the event loop pleasant to program.
+</Chunk>
+
+## Storage
+
+<Chunk id="lang:db">
+PostgreSQL keeps a write-ahead log; compaction reclaims space.
+</Chunk>
+
+## Systems
+
+<Chunk id="lang:rust">
+Ownership and borrowing replace a garbage collector.
+</Chunk>
+"""
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return BundledEmbedder()
+
+
+def test_cjk_runs_become_bigrams_and_other_words_stay():
+    assert analyze("我對資料庫懂") .split() == ["我對", "對資", "資料", "料庫", "庫懂"]
+    assert analyze("Go 的 gRPC") .split() == ["Go", "的", "gRPC"]
+    assert query_terms("Docker 和 Kubernetes") == ["docker", "和", "kubernetes"]
+
+
+def test_the_bundled_model_is_unpacked_once_and_checked_against_its_record(tmp_path, monkeypatch):
+    src = tmp_path / "model.zip"
+    with zipfile.ZipFile(src, "w") as zf:
+        for name in bundled_embedder.REQUIRED:
+            zf.writestr(name, "{}")
+    import hashlib
+
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    monkeypatch.setattr(bundled_embedder, "_record_entry", lambda: (src, digest))
+    cache = tmp_path / "cache"
+    folder = bundled_embedder.bundled_model_dir(cache)
+    assert sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) == sorted(bundled_embedder.REQUIRED)
+    stamp = (folder / "config.json").stat().st_mtime_ns
+    assert bundled_embedder.bundled_model_dir(cache) == folder  # second call: nothing unpacked again
+    assert (folder / "config.json").stat().st_mtime_ns == stamp
+    shutil.rmtree(folder)
+    monkeypatch.setattr(bundled_embedder, "_record_entry", lambda: (src, "0" * 64))
+    with pytest.raises(bundled_embedder.EmbedderUnavailable, match="does not match its recorded sha256"):
+        bundled_embedder.bundled_model_dir(cache)
+    assert not [p for p in cache.iterdir() if p.name.startswith(".all")]  # no half-unpacked folder left
+
+
+def test_the_real_bundled_package_is_found_without_importing_it():
+    import sys
+
+    path, digest = bundled_embedder._record_entry()
+    assert path.name == "model.zip" and path.is_file() and len(digest) == 64
+    assert "all_minilm_l6_v2" not in sys.modules
+
+
+def test_a_ctxfst_document_keeps_its_chunks_with_breadcrumbs_and_entity_names(tmp_path):
+    doc = tmp_path / "langs.ctxfst.md"
+    doc.write_text(NOTE_DOC)
+    corpus = load_corpus(doc)
+    assert [c.chunk_id for c in corpus.chunks] == ["lang:js", "lang:db", "lang:rust"]
+    js = corpus.chunks[0]
+    assert js.breadcrumb == "Languages > Web"
+    assert js.document == "langs.ctxfst.md" and js.entities == ["entity:javascript"]
+    assert corpus.entity_names(js) == ["JavaScript", "JS", "ECMAScript"]
+    assert "The scripting language of the browser." in js.embed_text and "Closures" in js.embed_text
+    assert "ECMAScript" in corpus.search_text(js)
+    assert js.tokens > 0
+
+
+def test_a_folder_chunks_plain_notes_and_records_the_options(tmp_path):
+    (tmp_path / "a.ctxfst.md").write_text(NOTE_DOC)
+    (tmp_path / "notes.md").write_text("# Notes\n\n" + "A paragraph about tea and kettles.\n\n" * 40)
+    corpus = load_corpus(tmp_path)
+    plain = [c for c in corpus.chunks if c.document == "notes.md"]
+    assert len(plain) >= 2 and all(c.breadcrumb.startswith("Notes") for c in plain)
+    assert corpus.chunker and corpus.chunker["embed"] == "full"
+    assert {c.document for c in corpus.chunks} == {"a.ctxfst.md", "notes.md"}
+
+
+@needs_shared
+def test_a_reference_export_is_a_corpus_and_bad_json_names_the_line(tmp_path):
+    corpus = load_corpus(CAREER)
+    assert len(corpus.chunks) == 200 and len(corpus.entities) == 55
+    bad = tmp_path / "chunks.json"
+    bad.write_text('{"chunks": [\n  {"id": "a",}\n]}')
+    with pytest.raises(CorpusError, match=r"chunks\.json:2: not JSON"):
+        load_corpus(bad)
+    jsonl = tmp_path / "chunks.jsonl"
+    jsonl.write_text('{"id": "x", "content": "hello", "entities": []}\n{"id": "y", "content": "world"}\n')
+    assert [c.chunk_id for c in load_corpus(jsonl).chunks] == ["x", "y"]
+
+
+def test_index_is_a_plain_lancedb_database_and_re_index_embeds_only_what_changed(tmp_path, embedder):
+    doc = tmp_path / "langs.ctxfst.md"
+    doc.write_text(NOTE_DOC)
+    uri = str(tmp_path / ".ctxfst-index")
+    first = build_index(load_corpus(doc), uri, embedder)
+    assert (first.chunks, first.embedded, first.reused, first.entities) == (3, 3, 0, 3)
+    table = lancedb().connect(uri).open_table("chunks")
+    rows = table.to_arrow().to_pylist()
+    assert {r["chunk_id"] for r in rows} == {"lang:js", "lang:db", "lang:rust"}
+    assert len(rows[0]["vector"]) == 384
+    assert any("ECMAScript" in r["entity_names"] for r in rows)
+
+    doc.write_text(NOTE_DOC.replace("Ownership and borrowing", "Lifetimes and borrowing"))
+    second = build_index(load_corpus(doc), uri, embedder)
+    assert (second.embedded, second.reused, second.deleted) == (1, 2, 0)
+
+    doc.write_text(NOTE_DOC.replace('<Chunk id="lang:rust">', "").replace("  - id: lang:rust\n    tags: [systems]\n    entities: [entity:rust]\n    context: A systems language.\n", ""))
+    third = build_index(load_corpus(doc), uri, embedder)
+    assert third.deleted == 1 and third.chunks == 2
+
+
+def test_queries_explain_each_signal_and_entities_match_aliases_in_any_script(tmp_path, embedder):
+    doc = tmp_path / "langs.ctxfst.md"
+    doc.write_text(NOTE_DOC)
+    uri = str(tmp_path / "idx")
+    build_index(load_corpus(doc), uri, embedder)
+    s = Searcher(uri, embedder_factory=lambda name: embedder)
+
+    bm25 = s.search("write-ahead log compaction", mode="bm25", k=3)
+    assert bm25.results[0].chunk_id == "lang:db"
+    assert set(bm25.results[0].signals) == {"bm25"}
+    assert "compaction" in bm25.results[0].terms
+
+    ent = s.search("what do I know about JS?", mode="entity", k=3)
+    assert [r.chunk_id for r in ent.results][:1] == ["lang:js"]
+    assert ent.results[0].entities[0].matched == "JS"
+
+    cjk = s.search("我對資料庫其實懂哪些東西？", mode="entity", k=3)
+    assert cjk.results[0].chunk_id == "lang:db" and cjk.results[0].entities[0].matched == "資料庫"
+
+    words_inside = s.search("JSON parsing", mode="entity", k=3)  # "JS" only as part of a word
+    assert words_inside.results == []
+
+    auto = s.search("event loop in JS", mode="auto", k=3)
+    top = auto.results[0]
+    assert top.chunk_id == "lang:js"
+    assert abs(sum(top.signals.values()) - top.score) < 1e-9 and {"entity", "bm25"} <= set(top.signals)
+    assert json.loads(json.dumps(auto.to_json()))["results"][0]["chunk_id"] == "lang:js"
+
+
+def test_an_index_refuses_another_embedder_and_vector_mode_without_vectors(tmp_path, embedder):
+    doc = tmp_path / "langs.ctxfst.md"
+    doc.write_text(NOTE_DOC)
+    uri = str(tmp_path / "idx")
+    build_index(load_corpus(doc), uri, embedder)
+
+    class Other:
+        name, dim = "endpoint:other@http://x", 384
+
+    s = Searcher(uri, embedder_factory=lambda name: Other())
+    with pytest.raises(QueryError, match="was indexed with bundled:all-MiniLM-L6-v2"):
+        s.search("ownership", mode="vector")
+
+    plain = str(tmp_path / "plain")
+    build_index(load_corpus(doc), plain, None)
+    with pytest.raises(QueryError, match="has no vectors"):
+        Searcher(plain).search("ownership", mode="vector")
+    assert Searcher(plain).search("ownership borrowing", mode="auto").results[0].chunk_id == "lang:rust"
