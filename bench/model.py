@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from ctxfst_tui.core.contextualize.report_text import format_report
-from ctxfst_tui.core.contextualize.run import ContextualizeOptions, contextualize
+from ctxfst_tui.core.contextualize.options import ContextualizeOptions
+from ctxfst_tui.core.contextualize.run import contextualize
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.llm import CachedBackend, CompletionCache
 from ctxfst_tui.core.llm.llama import LlamaBackend, default_threads

@@ -757,7 +757,7 @@ def fake_backend_factory(step: float, cpu: bool, calls: list[int]):  # noqa: ANN
 def start_fake_job(app, path: Path):  # noqa: ANN001, ANN201
     """Start a contextualize job on ``path`` the way ctrl+k does (app.start_job, the job status line),
     its body repeated until cancelled so it outlasts the measurement."""
-    from ctxfst_tui.core.contextualize.run import ContextualizeOptions
+    from ctxfst_tui.core.contextualize.options import ContextualizeOptions
     from ctxfst_tui.services.jobs import Job, contextualize_job
     from ctxfst_tui.ui.messages import JobFinished
 

@@ -10,15 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.contextualize.run import (
-    ContextualizeError,
-    ContextualizeOptions,
-    apply_notes,
-    contextualize,
-    document_window,
-    generate_notes,
-)
+from ctxfst_tui.core.contextualize.material import document_window
+from ctxfst_tui.core.contextualize.options import ContextualizeError, ContextualizeOptions
 from ctxfst_tui.core.contextualize.report_text import format_report
+from ctxfst_tui.core.contextualize.run import apply_notes, contextualize, generate_notes
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.workspace.undo import UndoStack
 from ctxfst_tui.core.workspace.workspace import Workspace

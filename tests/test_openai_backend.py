@@ -136,7 +136,8 @@ def test_cancel_against_the_server(server):
 
 
 def test_contextualize_through_the_server(server, tmp_path):
-    from ctxfst_tui.core.contextualize.run import ContextualizeOptions, contextualize
+    from ctxfst_tui.core.contextualize.options import ContextualizeOptions
+    from ctxfst_tui.core.contextualize.run import contextualize
 
     doc = Document.from_text(SMALL_DOC, tmp_path / "doc.md")
     backend = CachedBackend(OpenAIBackend(server + "/v1/completions", model="gemma", concurrency=2),

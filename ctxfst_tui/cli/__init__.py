@@ -455,11 +455,8 @@ def _backend(args: argparse.Namespace):
 
 def cmd_contextualize(args: argparse.Namespace) -> int:
     from ctxfst_tui.core.contextualize.report_text import format_report
-    from ctxfst_tui.core.contextualize.run import (
-        ContextualizeError,
-        ContextualizeOptions,
-        contextualize,
-    )
+    from ctxfst_tui.core.contextualize.options import ContextualizeError, ContextualizeOptions
+    from ctxfst_tui.core.contextualize.run import contextualize
     from ctxfst_tui.core.llm import ModelError
     from ctxfst_tui.core.llm.probe import preflight
 

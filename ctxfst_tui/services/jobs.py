@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ctxfst_tui.core.contextualize.options import ContextualizeError, ContextualizeOptions
 from ctxfst_tui.core.contextualize.run import (
     ChunkResult,
-    ContextualizeError,
-    ContextualizeOptions,
     ContextualizeReport,
     Progress,
     apply_notes,

@@ -4,32 +4,12 @@ For every chunk of a CtxFST document the model writes two or three sentences sit
 chunk in the whole document (the product, the task, the conditions it assumes), followed by
 one line of exact terms (names, identifiers, config keys, commands, error codes, acronyms)
 — the contextual-retrieval technique described under ``contextualize`` in the chunker spec.
+The document is read as material (:mod:`.material`), each chunk gets a prompt
+(:mod:`.prompts`) and each answer passes the gate (:mod:`.gate`); this module runs that over
+a document and reports what happened to each chunk.
 
-Prompts
-    * ``fewshot`` (base models such as the bundled Gemma 3 270M, which has no chat template):
-      a completion prompt of worked examples ending in the target's ``Note:`` line.
-    * ``instruct`` (a GGUF with a chat template, an endpoint's ``/chat/completions``): an
-      instruction with the document and the chunk, answered as a note plus a ``Terms:`` line.
-    * a user template file: any text with the placeholders ``{document}``, ``{chunk}``,
-      ``{breadcrumb}``, ``{heading}``, ``{title}`` (others are left as written).
-
-Post-processing and quality gate
-    The answer is cut at anything that starts a new example and wrapped lines are joined.
-    The few-shot prompt writes the start of the note itself (``Part of "<title>" (<section>),
-    about``), so every note names its document and section. A note is **rejected** when its
-    first sentence is empty, longer than ``max_note_chars``, echoes the chunk (half of its
-    word 4-grams are the chunk's), copies the prompt (its examples, instructions or field
-    labels), repeats itself, or — with the few-shot prompt — is not grounded (most of its
-    content words occur nowhere in the document) or says nothing the title and section do not
-    already say. Later sentences failing a check are dropped; at most ``max_sentences`` are
-    kept. A rejected note is retried once with a tighter prompt (half the document, one
-    example, fewer tokens); a second rejection is reported (with what the model wrote) and
-    the chunk's context is left as it was.
-
-    Terms: the model's terms, de-duplicated; with the few-shot prompt (small models invent
-    terms and copy the examples') only those that occur in the chunk; then the exact terms
-    found in the chunk itself (code spans, known technology names, acronyms) complete the
-    line, up to ``max_terms``.
+A rejected note is retried once with a tighter prompt; a second rejection is reported (with
+what the model wrote) and the chunk's context is left as it was.
 
 Writing
     :func:`generate_notes` only reads (it works on a snapshot, so it can run in a worker
@@ -39,75 +19,24 @@ Writing
 """
 from __future__ import annotations
 
-import re
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
+from ctxfst_tui.core.contextualize.gate import NoteGate, compose_note, final_terms, parse_note
+from ctxfst_tui.core.contextualize.material import ChunkJob, DocMaterial, read_material
+from ctxfst_tui.core.contextualize.options import ContextualizeOptions
+from ctxfst_tui.core.contextualize.prompts import build_prompt, load_template
 from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.llm.base import Cancelled, ModelError
 from ctxfst_tui.core.workspace.undo import DocChange, UndoRecord
-from ctxfst_tui.core.llm.base import Cancelled, Completion, ModelError
 
 STATUSES = ("ok", "failed", "skipped")
-TEMPLATE_FIELDS = ("document", "chunk", "breadcrumb", "heading", "title", "outline")
-_CHUNK_TAG = re.compile(r"""<\s*/?\s*Chunk\b[^>\n]*>[ \t]*\n?""", re.IGNORECASE)
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_WORD = re.compile(r"[\w][\w'.+#/-]*", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z0-9\"'(`])")
-_PLACEHOLDER = re.compile(r"\{(" + "|".join(TEMPLATE_FIELDS) + r")\}")
-# lines that mean the model has started a new example or is reciting the prompt
-_MARKERS = re.compile(
-    r"^\s*(?:#{2,}|={3,}|-{3,}|Document\s*:|Title\s*:|Outline\s*:|Section\s*:|Sections\s*:|Chunk\s*:|Text\s*:|Note\s*:|"
-    r"Example\b|</?\s*(?:note|chunk|document)\b)",
-    re.IGNORECASE,
-)
-_LABELS = re.compile(r"\b(?:Document|Outline|Section|Chunk|Note|Terms)\s*:", re.IGNORECASE)
 
 
-class ContextualizeError(ValueError):
-    """Bad options (e.g. an unreadable template); the message is one line."""
-
-
-# ---------------------------------------------------------------- options and results
-
-
-@dataclass
-class ContextualizeOptions:
-    """How notes are generated and which chunks get one.
-
-    ``document_max_chars``: the whole-document part of the prompt is cut to this many
-    characters around the chunk (the chunk itself to the same limit). ``template``: a path
-    (or the text, with ``template_text``) of a user prompt. ``style``: ``"auto"`` (instruct
-    for chat backends, fewshot otherwise), ``"fewshot"`` or ``"instruct"``. ``concurrency``:
-    chunks in flight (default: the backend's ``concurrency``, 1 for in-process models).
-    ``verify_terms``: keep only model terms that occur in the chunk; ``ground_sentences``:
-    drop sentences (after the first) whose content words mostly do not occur in the document,
-    and reject the note when its first sentence is such (both default to on with the few-shot
-    prompt, for small models that make things up). ``chunk_ids``: only these chunks.
-    """
-
-    skip_present: bool = False
-    fail_fast: bool = False
-    document_max_chars: int = 6000
-    template: str | Path | None = None
-    template_text: str | None = None
-    dry_run: bool = False
-    style: str = "auto"
-    max_tokens: int = 120
-    max_note_chars: int = 600
-    max_sentences: int = 3
-    max_terms: int = 12
-    temperature: float = 0.0
-    retry: bool = True
-    verify_terms: bool | None = None
-    ground_sentences: bool | None = None
-    add_exact_terms: bool = True
-    concurrency: int | None = None
-    chunk_ids: list[str] | None = None
+# ---------------------------------------------------------------- results
 
 
 @dataclass
@@ -213,537 +142,11 @@ class ContextualizeReport:
         }
 
 
-# ---------------------------------------------------------------- the document as prompt material
-
-
-@dataclass
-class _ChunkJob:
-    index: int  # frontmatter chunk index
-    chunk_id: str
-    content: str  # chunk text without its heading line(s)
-    raw: str  # chunk text as in the body (tags stripped)
-    heading: str
-    breadcrumb: str
-    start: int  # offset of the chunk in the cleaned body
-    end: int
-    previous: str | None
-
-
-@dataclass
-class _DocMaterial:
-    title: str
-    body: str  # body without frontmatter and chunk tags
-    outline: list[str]
-    jobs: list[_ChunkJob]
-    skipped: list[ChunkResult]
-
-
-def _headings(text: str) -> list[tuple[int, int, str]]:
-    """(offset, level, title) of the ATX headings of ``text`` outside fenced code."""
-    out = []
-    fence: str | None = None
-    pos = 0
-    for line in text.splitlines(keepends=True):
-        m = _FENCE.match(line)
-        if m:
-            run = m.group(1)
-            if fence is None:
-                fence = run
-            elif run[0] == fence[0] and len(run) >= len(fence):
-                fence = None
-        elif fence is None:
-            h = _HEADING.match(line.rstrip("\r\n"))
-            if h:
-                out.append((pos, len(h.group(1)), h.group(2).strip()))
-        pos += len(line)
-    return out
-
-
-def _breadcrumb(heads: list[tuple[int, int, str]], start: int, end: int) -> tuple[str, str]:
-    """(heading of the chunk, path of headings down to it)."""
-    stack: list[tuple[int, str]] = []
-    own = ""
-    for off, level, title in heads:
-        if off >= end:
-            break
-        if off >= start and own:
-            break
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, title))
-        if off >= start:
-            own = title
-    heading = own or (stack[-1][1] if stack else "")
-    return heading, " > ".join(t for _, t in stack)
-
-
-def _strip_tags(body: str) -> tuple[str, list[tuple[int, int]]]:
-    """Body without chunk tags, and a map of (clean offset, raw offset) anchors."""
-    out, anchors, last = [], [(0, 0)], 0
-    clean_len = 0
-    for m in _CHUNK_TAG.finditer(body):
-        out.append(body[last:m.start()])
-        clean_len += m.start() - last
-        last = m.end()
-        anchors.append((clean_len, last))
-    out.append(body[last:])
-    return "".join(out), anchors
-
-
-def _content_without_heading(text: str) -> str:
-    lines = text.strip().splitlines()
-    kept = [ln for ln in lines if not _HEADING.match(ln.strip())] if lines else []
-    return "\n".join(kept).strip() or text.strip()
-
-
-def _material(doc: Document, options: ContextualizeOptions) -> _DocMaterial:
-    if not doc.readable or doc.frontmatter_error is not None or doc.data is None:
-        raise ContextualizeError(f"{doc.label}: the frontmatter cannot be read; fix it before contextualizing")
-    body_raw = doc.text[doc.body_start:]
-    body, _ = _strip_tags(body_raw)
-    body = body.replace("\r\n", "\n")
-    heads = _headings(body)
-    outline = [t for _, lvl, t in heads if lvl <= 3]
-    wanted = set(options.chunk_ids) if options.chunk_ids else None
-    jobs: list[_ChunkJob] = []
-    skipped: list[ChunkResult] = []
-    cursor = 0
-    for entry in doc.chunks:
-        cid = entry.id if isinstance(entry.id, str) else None
-        if cid is None:
-            continue
-        if wanted is not None and cid not in wanted:
-            continue
-        data = entry.data if isinstance(entry.data, dict) else {}
-        prev = data.get("context")
-        prev_s = prev if isinstance(prev, str) else None
-        if options.skip_present and isinstance(prev, str) and prev.strip():
-            skipped.append(ChunkResult(cid, "skipped", "already has a context (--skip-present)", previous=prev_s))
-            continue
-        bc = doc.body_chunk(cid)
-        if bc is None:
-            skipped.append(ChunkResult(cid, "failed", "no <Chunk> with this id in the body", previous=prev_s))
-            continue
-        raw = _CHUNK_TAG.sub("", bc.raw_content).replace("\r\n", "\n").strip()
-        if not raw:
-            skipped.append(ChunkResult(cid, "skipped", "the chunk is empty", previous=prev_s))
-            continue
-        start = body.find(raw, cursor if body.find(raw, cursor) >= 0 else 0)
-        if start < 0:
-            start = max(0, body.find(raw[:80]))
-        end = start + len(raw)
-        cursor = end if start >= 0 else cursor
-        heading, crumb = _breadcrumb(heads, start, end)
-        jobs.append(_ChunkJob(entry.index, cid, _content_without_heading(raw), raw, heading, crumb, start, end, prev_s))
-    return _DocMaterial(doc.title or (doc.path.stem if doc.path else "untitled document"), body, outline, jobs, skipped)
-
-
-def document_window(body: str, start: int, end: int, max_chars: int) -> str:
-    """The document text cut to ``max_chars`` around [start, end), with ``[...]`` at the cuts."""
-    body = body.strip("\n")
-    if max_chars <= 0 or len(body) <= max_chars:
-        return body
-    span = end - start
-    if span >= max_chars:
-        a, b = start, start + max_chars
-    else:
-        room = max_chars - span
-        a = max(0, start - room // 2)
-        b = min(len(body), end + (room - (start - a)))
-        a = max(0, b - max_chars)
-    # snap to line boundaries when that does not lose much
-    nl = body.rfind("\n", a, min(len(body), a + 200))
-    if a > 0 and nl >= 0:
-        a = nl + 1
-    nl = body.find("\n", max(a, b - 200), b)
-    if b < len(body) and nl >= 0:
-        b = nl
-    return ("[...]\n" if a > 0 else "") + body[a:b].strip("\n") + ("\n[...]" if b < len(body) else "")
-
-
-def _clip(text: str, limit: int) -> str:
-    if limit <= 0 or len(text) <= limit:
-        return text
-    cut = text.rfind("\n", 0, limit)
-    return text[: cut if cut > limit // 2 else limit].rstrip() + "\n[...]"
-
-
-# ---------------------------------------------------------------- prompts
-
-FEWSHOT_EXAMPLES: list[dict[str, str]] = [
-    {
-        "title": "Billing API guide",
-        "outline": "Authentication > Rate limits > Invoices",
-        "heading": "Rate limits",
-        "chunk": "Requests above 100 per minute get HTTP 429. Retry after the `Retry-After` header.",
-        "note": "Part of \"Billing API guide\" (Rate limits), about the rate limit for API clients. It covers "
-                "the HTTP 429 answer and the Retry-After header that says when to retry.",
-        "terms": "rate limit; HTTP 429; Retry-After",
-    },
-    {
-        "title": "Greenhouse watering manual",
-        "outline": "Pump > Schedule > Winter storage",
-        "heading": "Pump",
-        "chunk": "The pump P-2 runs on 24 V. Error E7 means the float switch is dry.",
-        "note": "Part of \"Greenhouse watering manual\" (Pump), about the P-2 pump and its error codes. It lists the "
-                "24 V supply and error E7 for a dry float switch.",
-        "terms": "pump P-2; 24 V; error E7; float switch",
-    },
-    {
-        "title": "Postgres upgrade checklist",
-        "outline": "Backups > Upgrade > Rollback",
-        "heading": "Upgrade",
-        "chunk": "Run `pg_upgrade --check` first. Keep the old data directory until the smoke tests pass.",
-        "note": "Part of \"Postgres upgrade checklist\" (Upgrade), about moving a database to a new major version "
-                "with pg_upgrade. It names the --check run and the old data directory kept until the smoke tests pass.",
-        "terms": "pg_upgrade; --check; data directory; PostgreSQL",
-    },
-]
-
-FEWSHOT_HEADER = (
-    "Retrieval notes. Each note says in two sentences which document a chunk belongs to, "
-    "what it is about and when it applies, then lists exact terms from the chunk.\n\n"
-)
-
-
-def _fewshot_block(ex: dict[str, str], with_answer: bool) -> str:
-    out = (f"Document: {ex['title']}\nOutline: {ex['outline']}\nSection: {ex['heading']}\n"
-           f"Chunk: {ex['chunk']}\nNote:")
-    if with_answer:
-        out += f" {ex['note']}\nTerms: {ex['terms']}\n###\n"
-    return out
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-@dataclass
-class _Prompt:
-    text: str
-    kind: str  # fewshot | instruct | template
-    prefix: str  # text the note starts with (the part of the answer the prompt already wrote)
-    stop: list[str]
-    max_tokens: int
-    boilerplate: str  # prompt text that is not the document or the chunk (for echo checks)
-
-
-INSTRUCT_PROMPT = """<document>
-{document}
-</document>
-Here is a chunk of this document:
-<chunk>
-{chunk}
-</chunk>
-Its place in the document: {breadcrumb}
-
-Write a short retrieval note that situates this chunk within the whole document, to improve search retrieval of the chunk:
-- two or three sentences naming the product or subject, the task, and the conditions the chunk assumes;
-- then one line starting with "Terms:" listing the exact terms a search could use (names, identifiers, config keys, commands, error codes, acronyms with their expansion), separated by semicolons.
-Do not copy the chunk. Answer with the note only."""
-
-INSTRUCT_TIGHT = """Document: {title}
-Section: {breadcrumb}
-Chunk:
-{chunk}
-
-In at most two short sentences, say what this chunk is about and when it applies, without copying it. Then one line "Terms:" with exact terms from the chunk separated by semicolons. Answer with the note only."""
-
-
-def _fill(template: str, values: dict[str, str]) -> str:
-    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
-
-
-def build_prompt(material: _DocMaterial, job: _ChunkJob, options: ContextualizeOptions, *, chat: bool,
-                 tight: bool = False, template: str | None = None) -> _Prompt:
-    """The prompt for one chunk (``tight``: the retry after a rejected note)."""
-    limit = options.document_max_chars
-    doc_part = document_window(material.body, job.start, job.end, limit // 2 if tight else limit)
-    chunk_part = _clip(job.raw, limit)
-    values = {
-        "document": doc_part, "chunk": chunk_part, "breadcrumb": job.breadcrumb or material.title,
-        "heading": job.heading, "title": material.title, "outline": " > ".join(material.outline),
-    }
-    if template is not None:
-        text = _fill(template, values)
-        boiler = _PLACEHOLDER.sub(" ", template)
-        if tight:
-            text += "\n\n(Keep it to two sentences and one Terms line; do not copy the chunk.)\n"
-        return _Prompt(text, "template", "", [], options.max_tokens if not tight else max(48, options.max_tokens * 2 // 3), boiler)
-    style = options.style if options.style != "auto" else ("instruct" if chat else "fewshot")
-    if style == "instruct":
-        tpl = INSTRUCT_TIGHT if tight else INSTRUCT_PROMPT
-        return _Prompt(_fill(tpl, values), "instruct", "", [], options.max_tokens if not tight else max(48, options.max_tokens * 2 // 3),
-                       _PLACEHOLDER.sub(" ", tpl))
-    # few-shot completion prompt for base models
-    examples = FEWSHOT_EXAMPLES[:1] if tight else FEWSHOT_EXAMPLES
-    shots = "".join(_fewshot_block(ex, True) for ex in examples)
-    outline = " > ".join(material.outline) or material.title
-    chunk_line = _one_line(_clip(job.content, min(limit, 1500 if tight else limit)))
-    target = {"title": material.title, "outline": _one_line(outline)[:400], "heading": job.heading or material.title,
-              "chunk": chunk_line}
-    prefix = f' Part of "{material.title}" ({job.heading or material.title}), about'
-    text = FEWSHOT_HEADER + shots + _fewshot_block(target, False) + prefix
-    boiler = FEWSHOT_HEADER + "".join(ex["note"] + "\n" + ex["terms"] + "\n" + ex["chunk"] + "\n" + ex["title"] + "\n" + ex["outline"]
-                                      for ex in FEWSHOT_EXAMPLES)
-    return _Prompt(text, "fewshot", prefix.strip(), ["###", "\n\n", "\nDocument:", "\nChunk:"],
-                   options.max_tokens if not tight else max(48, options.max_tokens * 2 // 3), boiler)
-
-
-# ---------------------------------------------------------------- parsing and the quality gate
-
-
-def _words(text: str) -> list[str]:
-    return [w.casefold().strip(".'") for w in _WORD.findall(text)]
-
-
-def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
-    return [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
-
-
-def _split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
-
-
-@dataclass
-class _Parsed:
-    sentences: list[str]
-    terms: list[str]
-    raw: str
-    truncated: bool
-    all_sentences: list[str] = field(default_factory=list)
-
-
-def parse_note(text: str, prefix: str = "", finish_reason: str = "stop") -> _Parsed:
-    """Split a model answer into note sentences and terms, dropping what follows a new example."""
-    full = (prefix + " " + text) if prefix else text
-    lines = full.replace("\r\n", "\n").split("\n")
-    prose: list[str] = []
-    terms_text = ""
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        if i > 0 and _MARKERS.match(line):
-            break
-        m = re.match(r"^\W{0,3}(?:exact\s+)?(?:key\s+)?terms?\s*[:\-]\s*(.*)$", stripped, re.IGNORECASE)
-        if m:
-            terms_text = m.group(1)
-            break
-        if i == 0:
-            stripped = re.sub(r"^\s*(?:retrieval\s+)?note\s*:\s*", "", stripped, flags=re.IGNORECASE)
-        if stripped:
-            prose.append(stripped)
-    body = " ".join(prose)
-    body = re.sub(r"\s+", " ", body).strip().strip('"').strip()
-    sentences = _split_sentences(body)
-    truncated = False
-    if sentences and finish_reason == "length" and not terms_text and not re.search(r"[.!?][\"')\]]?$", sentences[-1]):
-        sentences = sentences[:-1]  # cut mid-sentence by max_tokens
-        truncated = True
-    terms = _split_terms(terms_text)
-    return _Parsed(sentences, terms, text, truncated, list(sentences))
-
-
-def _split_terms(text: str) -> list[str]:
-    if not text.strip():
-        return []
-    sep = ";" if ";" in text else ","
-    out: list[str] = []
-    seen: set[str] = set()
-    for t in text.split(sep):
-        t = t.strip().strip(".").strip()
-        t = re.sub(r"^[`'\"]+|[`'\"]+$", "", t).strip()
-        if not t or len(t) > 60:
-            continue
-        key = t.casefold()
-        if key not in seen:
-            seen.add(key)
-            out.append(t)
-    return out
-
-
-def _norm(text: str) -> str:
-    return " ".join(_words(text))
-
-
-class _Gate:
-    """The quality checks. The first sentence must pass them all (else the note is rejected);
-    a later sentence that fails one is dropped, with everything after it."""
-
-    def __init__(self, options: ContextualizeOptions, material: _DocMaterial, job: _ChunkJob, prompt: _Prompt):
-        self.options = options
-        self.material = material
-        self.prompt = prompt
-        chunk_words = _words(job.raw)
-        self.chunk_4 = set(_ngrams(chunk_words, 4))
-        self.chunk_norm = " ".join(chunk_words)
-        doc_words = _words(material.body) + _words(material.title)
-        self.doc_4 = set(_ngrams(doc_words, 4))
-        boiler = _words(prompt.boilerplate)
-        self.boiler_4 = set(_ngrams(boiler, 4)) - self.doc_4
-        self.boiler_3 = set(_ngrams(boiler, 3)) - set(_ngrams(doc_words, 3))
-        self.prefix_words = _words(prompt.prefix)
-        small = prompt.kind == "fewshot"
-        self.ground = options.ground_sentences if options.ground_sentences is not None else small
-        self.vocab = {_stem(w) for w in doc_words} if self.ground else set()
-        self.skip = {_stem(w) for w in self.prefix_words}
-
-    def _own_words(self, sentence: str, first: bool) -> list[str]:
-        words = _words(sentence)
-        if first and self.prefix_words and words[: len(self.prefix_words)] == self.prefix_words:
-            words = words[len(self.prefix_words):]
-        return words
-
-    def sentence_problem(self, sentence: str, first: bool) -> str | None:
-        words = self._own_words(sentence, first)
-        if len(words) < (1 if first and self.prefix_words else 4):
-            return "empty note" if first else "too short"
-        if _LABELS.search(sentence) or ("{" in sentence and "}" in sentence):
-            return "echoes the prompt's format"
-        grams4 = _ngrams(words, 4)
-        if grams4:
-            in_chunk = sum(1 for g in grams4 if g in self.chunk_4) / len(grams4)
-            if in_chunk >= 0.5:
-                return f"echoes the chunk ({in_chunk:.0%} of its word 4-grams are the chunk's)"
-            copied = sum(1 for g in grams4 if g in self.boiler_4)
-            if copied >= 2 or copied / len(grams4) >= 0.2:
-                return "copies the prompt's examples"
-        elif len(words) >= 3 and " ".join(words) in self.chunk_norm and len(words) >= len(_words(sentence)) * 0.8:
-            return "echoes the chunk"
-        grams3 = _ngrams(words, 3)
-        if grams3 and sum(1 for g in grams3 if g in self.boiler_3) >= 2:
-            return "copies phrases of the prompt's examples"
-        counts: dict[tuple[str, ...], int] = {}
-        for g in grams3:
-            counts[g] = counts.get(g, 0) + 1
-        content = [w for w in words if len(w) > 2]
-        if (counts and max(counts.values()) >= 3) or (len(content) >= 12 and len(set(content)) / len(content) < 0.5):
-            return "repeats itself"
-        if self.ground:
-            parts = [p for w in words for p in re.split(r"[-/.]", w)]
-            cw = [w for w in parts if len(w) >= 4 and w.isalpha() and w not in _STOP and _stem(w) not in self.skip]
-            if len(cw) >= 2 and sum(1 for w in cw if _stem(w) in self.vocab) / len(cw) < 0.6:
-                return "not grounded in the document (most of its words do not occur there)"
-        return None
-
-    def check(self, parsed: _Parsed, completion: Completion) -> str | None:
-        """The reason to reject the note, or None (``parsed.sentences`` is then trimmed)."""
-        sentences = parsed.sentences
-        if not sentences:
-            if completion.finish_reason == "length":
-                return "ran past the length limit without finishing a sentence"
-            return "empty note"
-        if len(sentences[0]) > self.options.max_note_chars:
-            return f"too long ({len(sentences[0])} characters in one sentence, limit {self.options.max_note_chars})"
-        why = self.sentence_problem(sentences[0], True)
-        if why is not None:
-            return why
-        kept = [sentences[0]]
-        seen = {_norm(sentences[0])}
-        for s in sentences[1:]:
-            if len(kept) >= self.options.max_sentences or _norm(s) in seen or self.sentence_problem(s, False) is not None:
-                break
-            seen.add(_norm(s))
-            kept.append(s)
-        if len(kept) == 1 and self.prefix_words:
-            own = [w for w in self._own_words(kept[0], True) if len(w) >= 4 and w.isalpha() and w not in _STOP]
-            frame = {_stem(w) for w in self.prefix_words}
-            if all(_stem(w) in frame for w in own):
-                return "says nothing the title and section do not already say"
-        parsed.sentences = kept
-        return None
-
-
-_STOP = frozenset("""
-about above after again against also although among another because been before being below between both
-cannot could does doing down during each either else even every from further have having here however into
-itself just more most much must need needs only other over part same should since some such than that their
-them then there these they this those through under until upon very what when where whether which while
-will with within without would your yours also helps help applies apply used uses using make makes made
-lists list covers cover names name mentions mention says describes describe explains explain including well
-like chunk section document note shows show gives give
-""".split())
-
-
-def _stem(word: str) -> str:
-    return word[:5]
-
-
-def _final_terms(parsed: _Parsed, material: _DocMaterial, job: _ChunkJob, options: ContextualizeOptions,
-                 verify: bool) -> list[str]:
-    doc_lines = [" ".join(ln.split()).casefold() for ln in job.raw.splitlines()]
-    chunk_code = {m.group(2).strip().casefold() for m in re.finditer(r"(`+)(.+?)\1", job.raw)}
-    drop = {material.title.casefold(), job.heading.casefold()}
-    terms: list[str] = []
-    seen: set[str] = set()
-
-    def add(t: str) -> None:
-        key = _norm(t) or t.casefold()
-        if key and key not in seen and len(terms) < options.max_terms:
-            seen.add(key)
-            terms.append(t)
-
-    for t in parsed.terms:
-        folded = " ".join(t.split()).casefold()
-        if folded in drop:
-            continue
-        if verify:
-            pattern = r"(?<![\w-])" + re.escape(folded) + r"(?![\w-])"
-            if not any(re.search(pattern, ln) for ln in doc_lines) or not re.search(r"[A-Za-z]\w|\d{3}", t):
-                continue  # not in the chunk: made up or copied from the examples
-            if re.fullmatch(r"[a-z]+", t) and folded not in chunk_code:
-                continue  # a plain lowercase word is not an exact term
-        add(t)
-    if options.add_exact_terms:
-        from ctxfst_tui.core.entities.extract import exact_terms
-
-        for t in exact_terms(job.raw):
-            add(t)
-    return terms
-
-
-def compose_note(sentences: list[str], terms: list[str], options: ContextualizeOptions) -> str:
-    """The note as stored: the sentences on one line, then ``Terms: a; b; c`` on a second line."""
-    kept: list[str] = []
-    for s in sentences[: options.max_sentences]:
-        if kept and len(" ".join(kept + [s])) > options.max_note_chars:
-            break
-        kept.append(s)
-    prose = " ".join(kept)
-    if len(prose) > options.max_note_chars:
-        prose = prose[: options.max_note_chars].rsplit(" ", 1)[0].rstrip(",;:") + "..."
-    if terms:
-        return prose + "\nTerms: " + "; ".join(terms)
-    return prose
-
 
 # ---------------------------------------------------------------- running
 
 
-def _load_template(options: ContextualizeOptions) -> str | None:
-    if options.template_text is not None:
-        text = options.template_text
-        where = "the template"
-    elif options.template is not None:
-        from ctxfst_tui.core.workspace.files import NotRegularFile, read_regular_text
-
-        p = Path(options.template).expanduser()
-        try:
-            text = read_regular_text(p)  # a named pipe is refused, never opened (it would block)
-        except NotRegularFile as exc:
-            raise ContextualizeError(f"cannot read the template {p}: {exc.reason}") from exc
-        except OSError as exc:
-            raise ContextualizeError(f"cannot read the template {p}: {exc.strerror or exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise ContextualizeError(f"the template {p} is not UTF-8 text") from exc
-        where = str(p)
-    else:
-        return None
-    if "{chunk}" not in text:
-        raise ContextualizeError(f"{where} has no {{chunk}} placeholder (placeholders: {', '.join('{' + f + '}' for f in TEMPLATE_FIELDS)})")
-    return text
-
-
-def _note_for(backend: Any, material: _DocMaterial, job: _ChunkJob, options: ContextualizeOptions,
+def _note_for(backend: Any, material: DocMaterial, job: ChunkJob, options: ContextualizeOptions,
               template: str | None, chat: bool, cancel: threading.Event | None) -> ChunkResult:
     result = ChunkResult(job.chunk_id, "failed", previous=job.previous)
     t0 = time.perf_counter()
@@ -767,11 +170,11 @@ def _note_for(backend: Any, material: _DocMaterial, job: _ChunkJob, options: Con
             result.prompt_tokens += completion.prompt_tokens
             result.completion_tokens += completion.completion_tokens
             parsed = parse_note(completion.text, prompt.prefix, completion.finish_reason)
-            why = _Gate(options, material, job, prompt).check(parsed, completion)
+            why = NoteGate(options, material, job, prompt).check(parsed, completion)
             small = prompt.kind == "fewshot"
             if why is None:
                 verify = options.verify_terms if options.verify_terms is not None else small
-                terms = _final_terms(parsed, material, job, options, verify)
+                terms = final_terms(parsed, material, job, options, verify)
                 result.note = compose_note(parsed.sentences, terms, options)
                 result.status = "ok"
                 result.reason = "retried once with a tighter prompt: " + result.rejected[0] if result.rejected else ""
@@ -802,10 +205,11 @@ def generate_notes(
     t0 = time.perf_counter()
     snapshot = Document.from_text(doc.text, doc.path)
     report = ContextualizeReport(doc.label, backend=getattr(backend, "name", "?"))
-    template = _load_template(options)
-    material = _material(snapshot, options)
+    template = load_template(options)
+    material = read_material(snapshot, options)
     order = {e.id: i for i, e in enumerate(snapshot.chunks)}
-    results: dict[str, ChunkResult] = {r.chunk_id: r for r in material.skipped}
+    results: dict[str, ChunkResult] = {s.chunk_id: ChunkResult(s.chunk_id, s.status, s.reason, previous=s.previous)
+                                        for s in material.skipped}
     total = len(material.jobs) + len(material.skipped)
     done = len(material.skipped)
     gen_tokens = 0
@@ -840,7 +244,7 @@ def generate_notes(
         workers = max(1, min(workers, len(material.jobs) or 1))
         inner_cancel = _Either(cancel, stop)
         pending = list(material.jobs)
-        running: dict[Future, _ChunkJob] = {}
+        running: dict[Future, ChunkJob] = {}
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxfst-contextualize") if workers > 1 else None
         try:
             while pending or running:

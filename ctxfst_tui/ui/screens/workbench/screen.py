@@ -27,7 +27,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
-from ctxfst_tui.core.contextualize.run import ContextualizeOptions, ContextualizeReport
+from ctxfst_tui.core.contextualize.options import ContextualizeOptions
+from ctxfst_tui.core.contextualize.run import ContextualizeReport
 from ctxfst_tui.core.chunking.convert import default_target
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.workspace.entity_ops import (
