@@ -164,7 +164,7 @@ class ParsedDoc:
         self.unit_cache: dict[tuple, tuple] = {}  # (block, start, end, level) -> (spans, costs, tokens, ...)
         self.fence_cache: dict[int, list[tuple[int, int]]] = {}
         self.sentence_cache: dict[tuple[int, int, int, int], list] = {}  # piece, window -> [starts, counts]
-        self.build_cache: dict[tuple, tuple] = {}  # what the chunks of recent chunkings hold, by their pieces
+        self.build_cache: dict[tuple, tuple] = {}  # ChunkRecords of recent chunkings, by their pieces
         self.char_at: dict[int, object] = {}  # non-ASCII block -> where each char starts in its UTF-8 (numpy)
         self.costs: list[int] | None = None  # of the blocks, in the budget's unit
         self.any_midline = False

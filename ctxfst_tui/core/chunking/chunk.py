@@ -1,11 +1,11 @@
 """A chunk as the chunker returns it, the record it is made from, and the text that gets embedded."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ctxfst_tui.core.chunking.tokens import TokenCounter
 
-__all__ = ["Chunk", "compose_text"]
+__all__ = ["Chunk", "ChunkRecord", "compose_text"]
 
 _FIELDS = (
     "id", "hash", "index", "total", "start", "end", "length", "tokens", "heading", "heading_level", "path",
@@ -191,6 +191,34 @@ class Chunk:
         text = compose_text(self.header, context, self.content, self.embed, prepend_heading)
         tokens = counter.count(text) if counter is not None else self.tokens
         return self.copy(context=context, text=text, length=len(text), tokens=tokens)
+
+
+class ChunkRecord(NamedTuple):
+    """What a chunk holds apart from its place (id, index, total, over-budget flag).
+
+    It depends only on the chunk's pieces, overlap and header, not on the budget, so the records
+    of recent chunkings are kept with the document and reused when another budget packs the same
+    chunk. The field names are the Chunk's.
+    """
+
+    content: str
+    hash: str  # sha256 of ``content``
+    text: str | None  # None: the header and the body (``header + "\n\n" + content``), built when read
+    tokens: int  # of what gets embedded; 0 when tokens are not counted
+    heading: str
+    heading_level: int
+    path: tuple[str, ...]
+    breadcrumb: str
+    sections: tuple[str, ...]
+    blocks: tuple[str, ...]
+    synthetic_ranges: tuple[tuple[int, int], ...]
+    start: int
+    end: int
+    overlap_start: int | None
+    page: int | None
+    pages: tuple[int, ...]
+    header: str
+    length: int
 
 
 def compose_text(header: str, context: str, content: str, embed: str = "full", prepend_heading: bool = True) -> str:

@@ -42,7 +42,7 @@ from typing import Any
 
 from ctxfst_tui.core.chunking.blocks import ContentBlock, ParsedDoc
 from ctxfst_tui.core.chunking.cache import DocCache, default_cache, gc_paused
-from ctxfst_tui.core.chunking.chunk import Chunk
+from ctxfst_tui.core.chunking.chunk import Chunk, ChunkRecord
 from ctxfst_tui.core.chunking.options import ChunkOptions
 from ctxfst_tui.core.chunking.packer import Packer, Run, merge_blank
 from ctxfst_tui.core.chunking.tokens import TokenCounter, get_counter
@@ -132,9 +132,9 @@ class Chunker:
         # the chunks of the last chunking of this text are kept, for the next budget's chunks
         # that come out the same.
         old = doc.build_cache
-        known: dict[tuple, tuple] = {}
+        known: dict[tuple, ChunkRecord] = {}
         flags = (packer.header_in_text and embed != "content", embed, opts.heading_path)
-        made: list[tuple | None] = [None] * len(runs)  # each run's record (None: nothing but white space)
+        made: list[ChunkRecord | None] = [None] * len(runs)  # each run's record (None: nothing but white space)
         todo: list[tuple[int, tuple | None]] = []
         get = old.get if old else None
         for ri, r in enumerate(runs):
@@ -211,7 +211,7 @@ class Chunker:
         return chunks
 
     def _records(self, doc: ParsedDoc, packer: Packer, runs: list[Run], overlaps: list[str], overlap_toks: list[int],
-                 which: list[tuple[Run, int]]) -> list[tuple | None]:
+                 which: list[tuple[Run, int]]) -> list[ChunkRecord | None]:
         """What the chunks of the given runs hold, apart from their place (index, id, budget flags)."""
         opts = self.options
         blocks = doc.blocks
@@ -225,7 +225,7 @@ class Chunker:
         crumbs = doc.crumbs[heading_path]  # path -> (path shown, breadcrumb)
         any_midline = doc.any_midline  # (a piece whose count may merge with the blank lines before it)
         any_synth = packer.any_synth
-        out: list[tuple | None] = []
+        out: list[ChunkRecord | None] = []
         recount: list[int] = []
         sha = hashlib.sha256
         crumb_get = crumbs.get
@@ -308,18 +308,21 @@ class Chunker:
                 page = bisect.bisect_right(page_starts, start)
                 last_norm = lb.norm_at(max(lp.pa, lp.pz - 1))  # the last real char, not dropped lines
                 pages = tuple(range(page, bisect.bisect_right(page_starts, max(start, to_source(last_norm))) + 1))
-            # (tuples of strings and numbers: the collector stops tracking them)
-            rec = (content, sha(content.encode("utf-8")).hexdigest(), text, toks if counting else 0, title, level,
-                   got[0], got[1], tuple(sections), kinds, synth, start, end, ov_start, page, pages, header,
-                   len(text) if text is not None else len(header) + 2 + len(content))
+            # (positional: a NamedTuple's keywords are slow on this path; its fields are strings,
+            # numbers and tuples of them, which the collector stops tracking)
+            rec = ChunkRecord(
+                content, sha(content.encode("utf-8")).hexdigest(), text, toks if counting else 0, title, level,
+                got[0], got[1], tuple(sections), kinds, synth, start, end, ov_start, page, pages, header,
+                len(text) if text is not None else len(header) + 2 + len(content),
+            )
             if inexact and counting:
                 recount.append(len(out))
             out.append(rec)
         if recount:
-            texts = [out[i][2] if out[i][2] is not None else out[i][16] + "\n\n" + out[i][0] for i in recount]
-            for i, t in zip(recount, counter.count_many(texts)):
-                rec = out[i]
-                out[i] = rec[:3] + (t,) + rec[4:]
+            recs = [out[i] for i in recount]
+            texts = [rec.text if rec.text is not None else rec.header + "\n\n" + rec.content for rec in recs]
+            for i, rec, t in zip(recount, recs, counter.count_many(texts)):
+                out[i] = rec._replace(tokens=t)
         return out
 
 
