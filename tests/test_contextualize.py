@@ -17,8 +17,9 @@ from ctxfst_tui.core.contextualize.run import apply_notes, contextualize, genera
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.workspace.undo import UndoStack
 from ctxfst_tui.core.workspace.workspace import Workspace
-from ctxfst_tui.core.llm import CachedBackend, Cancelled, Completion, CompletionCache, ContextOverflow, ModelError
+from ctxfst_tui.core.llm import CachedBackend, CompletionCache, ContextOverflow, ModelError
 from ctxfst_tui.core.format.validate import has_errors, validate
+from fakes import RUNBOOK_NOTES, NotesBackend, chunk_of
 
 DOC = """\
 ---
@@ -56,58 +57,6 @@ Sessions live in Redis with the `allkeys-lru` eviction policy.
 </Chunk>
 """
 
-GOOD = {
-    "ops:deploy": " the deployment of the orders service with Helm. It covers the automatic rollback of the release.\nTerms: helm upgrade; --atomic",
-    "ops:database": " the orders service database. It covers the PostgreSQL connection limit behind PgBouncer.\nTerms: PostgreSQL; PgBouncer; 40 server connections",
-    "ops:cache": " the session cache of the orders service. It covers the Redis eviction policy.\nTerms: Redis; allkeys-lru",
-}
-
-
-class Fake:
-    """A scripted backend: ``answer(prompt, n)`` gives the text of the n-th call for that chunk."""
-
-    name = "fake"
-    model_id = "fake-model"
-    context_size = 8192
-    chat = False
-
-    def __init__(self, answer=None, delay: float = 0.0, concurrency: int = 1):
-        self.answer = answer or (lambda prompt, n: GOOD[_chunk_of(prompt)])
-        self.delay = delay
-        self.concurrency = concurrency
-        self.calls = 0
-        self.prompts: list[str] = []
-        self.per_chunk: dict[str, int] = {}
-        self.lock = threading.Lock()
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def complete(self, prompt, *, max_tokens=None, stop=None, temperature=None, cancel=None, on_token=None):
-        with self.lock:
-            self.calls += 1
-            self.prompts.append(prompt)
-            cid = _chunk_of(prompt)
-            n = self.per_chunk[cid] = self.per_chunk.get(cid, 0) + 1
-        if self.delay:  # a slow model: "tokens" every 10 ms, cancel checked between them
-            end = time.monotonic() + self.delay
-            while time.monotonic() < end:
-                if cancel is not None and cancel.is_set():
-                    raise Cancelled("cancelled")
-                time.sleep(0.01)
-        text = self.answer(prompt, n)
-        if isinstance(text, Exception):
-            raise text
-        return Completion(text, len(prompt.split()), len(text.split()), "stop", False, self.delay + 0.01, 0.005)
-
-
-def _chunk_of(prompt: str) -> str:
-    tail = prompt.rsplit("Section:", 1)[-1]
-    for cid, word in (("ops:deploy", "helm upgrade"), ("ops:database", "PgBouncer"), ("ops:cache", "allkeys-lru")):
-        if word in tail:
-            return cid
-    return "?"
-
 
 def _doc(tmp_path: Path | None = None) -> Document:
     return Document.from_text(DOC, (tmp_path / "runbook.md") if tmp_path else None)
@@ -123,7 +72,7 @@ def _changed_lines(before: str, after: str) -> list[str]:
 
 def test_notes_go_into_context_with_a_minimal_diff():
     doc = _doc()
-    report = contextualize(doc, Fake())
+    report = contextualize(doc, NotesBackend())
     assert [r.status for r in report.results] == ["ok", "ok", "ok"]
     ctx = {c.id: c.data.get("context") for c in doc.chunks}
     assert ctx["ops:deploy"].startswith('Part of "Orders service runbook" (Deploy), about the deployment')
@@ -142,7 +91,7 @@ def test_undo_and_redo_in_a_workspace(tmp_path):
     doc = _doc(tmp_path)
     ws = Workspace([doc])
     stack = UndoStack()
-    report = contextualize(doc, Fake(), doc_index=0)
+    report = contextualize(doc, NotesBackend(), doc_index=0)
     stack.push(report.undo)
     after = doc.text
     stack.undo(ws)
@@ -153,7 +102,7 @@ def test_undo_and_redo_in_a_workspace(tmp_path):
 
 def test_skip_present_keeps_hand_written_contexts():
     doc = _doc()
-    fake = Fake()
+    fake = NotesBackend()
     report = contextualize(doc, fake, ContextualizeOptions(skip_present=True))
     status = {r.chunk_id: (r.status, r.reason) for r in report.results}
     assert status["ops:cache"] == ("skipped", "already has a context (--skip-present)")
@@ -164,14 +113,14 @@ def test_skip_present_keeps_hand_written_contexts():
 
 def test_dry_run_changes_nothing_and_shows_the_diff():
     doc = _doc()
-    report = contextualize(doc, Fake(), ContextualizeOptions(dry_run=True))
+    report = contextualize(doc, NotesBackend(), ContextualizeOptions(dry_run=True))
     assert doc.text == DOC and report.undo is None
     assert "+    context: " in report.diff and report.ok == 3
 
 
 def test_generate_then_apply_separately():
     doc = _doc()
-    report = generate_notes(doc, Fake())
+    report = generate_notes(doc, NotesBackend())
     assert doc.text == DOC
     record = apply_notes(doc, {"ops:deploy": "A note.\nTerms: x"})
     assert doc.entry_by_id("chunks", "ops:deploy").data["context"] == "A note.\nTerms: x"
@@ -191,7 +140,7 @@ def test_generate_then_apply_separately():
     (" " + "connections " * 200, "too long"),
 ])
 def test_bad_notes_are_rejected_retried_then_reported(bad, why):
-    fake = Fake(lambda prompt, n: bad if _chunk_of(prompt) == "ops:database" else GOOD[_chunk_of(prompt)])
+    fake = NotesBackend(lambda prompt, n: bad if chunk_of(prompt) == "ops:database" else RUNBOOK_NOTES[chunk_of(prompt)])
     doc = _doc()
     report = contextualize(doc, fake)
     r = {x.chunk_id: x for x in report.results}["ops:database"]
@@ -204,21 +153,21 @@ def test_bad_notes_are_rejected_retried_then_reported(bad, why):
 
 def test_the_retry_uses_a_tighter_prompt_and_can_succeed():
     def answer(prompt, n):
-        cid = _chunk_of(prompt)
+        cid = chunk_of(prompt)
         if cid == "ops:deploy" and n == 1:
             return " Run `helm upgrade --install orders ./chart --atomic`. The release rolls back by itself when pods are not ready."
-        return GOOD[cid]
+        return RUNBOOK_NOTES[cid]
 
-    fake = Fake(answer)
+    fake = NotesBackend(answer)
     report = contextualize(_doc(), fake)
     r = report.results[0]
     assert r.status == "ok" and r.attempts == 2 and "retried once with a tighter prompt" in r.reason
-    first, second = [p for p in fake.prompts if _chunk_of(p) == "ops:deploy"]
+    first, second = [p for p in fake.prompts if chunk_of(p) == "ops:deploy"]
     assert len(second) < len(first)  # one example instead of three
 
 
 def test_made_up_terms_are_dropped_and_exact_terms_added():
-    fake = Fake(lambda p, n: " the session cache. It covers the Redis eviction policy.\nTerms: Memcached; allkeys-; Redis; --check; data directory")
+    fake = NotesBackend(lambda p, n: " the session cache. It covers the Redis eviction policy.\nTerms: Memcached; allkeys-; Redis; --check; data directory")
     doc = _doc()
     contextualize(doc, fake, ContextualizeOptions(chunk_ids=["ops:cache"]))
     note = doc.entry_by_id("chunks", "ops:cache").data["context"]
@@ -228,7 +177,7 @@ def test_made_up_terms_are_dropped_and_exact_terms_added():
 
 
 def test_later_sentences_that_drift_are_dropped():
-    fake = Fake(lambda p, n: " the session cache. It covers the Redis eviction policy. It helps when a client sends more than "
+    fake = NotesBackend(lambda p, n: " the session cache. It covers the Redis eviction policy. It helps when a client sends more than "
                              "100 requests a minute and has to wait before retrying. It helps when a client sends more.")
     doc = _doc()
     report = contextualize(doc, fake, ContextualizeOptions(chunk_ids=["ops:cache"]))
@@ -239,7 +188,7 @@ def test_later_sentences_that_drift_are_dropped():
 
 def test_length_limit_holds():
     long = " the cache. " + " ".join(f"It covers the Redis policy number {i}." for i in range(20))
-    report = contextualize(_doc(), Fake(lambda p, n: long), ContextualizeOptions(chunk_ids=["ops:cache"], max_note_chars=200))
+    report = contextualize(_doc(), NotesBackend(lambda p, n: long), ContextualizeOptions(chunk_ids=["ops:cache"], max_note_chars=200))
     note = report.results[0].note
     assert len(note.split("\n")[0]) <= 200
 
@@ -248,7 +197,7 @@ def test_length_limit_holds():
 
 
 def test_a_model_error_is_reported_and_the_others_continue():
-    fake = Fake(lambda p, n: ModelError("llama.cpp failed: boom") if _chunk_of(p) == "ops:deploy" else GOOD[_chunk_of(p)])
+    fake = NotesBackend(lambda p, n: ModelError("llama.cpp failed: boom") if chunk_of(p) == "ops:deploy" else RUNBOOK_NOTES[chunk_of(p)])
     report = contextualize(_doc(), fake)
     assert [r.status for r in report.results] == ["failed", "ok", "ok"]
     assert report.results[0].reason == "llama.cpp failed: boom"
@@ -256,7 +205,7 @@ def test_a_model_error_is_reported_and_the_others_continue():
 
 
 def test_fail_fast_stops_at_the_first_failure():
-    fake = Fake(lambda p, n: ContextOverflow("context overflow: the prompt is 900 tokens ... (--document-max-chars)"))
+    fake = NotesBackend(lambda p, n: ContextOverflow("context overflow: the prompt is 900 tokens ... (--document-max-chars)"))
     report = contextualize(_doc(), fake, ContextualizeOptions(fail_fast=True))
     assert [r.status for r in report.results] == ["failed", "skipped", "skipped"]
     assert fake.calls == 1
@@ -265,7 +214,7 @@ def test_fail_fast_stops_at_the_first_failure():
 
 
 def test_fail_fast_with_several_in_flight():
-    fake = Fake(lambda p, n: ModelError("down") if _chunk_of(p) == "ops:deploy" else GOOD[_chunk_of(p)], delay=0.05, concurrency=3)
+    fake = NotesBackend(lambda p, n: ModelError("down") if chunk_of(p) == "ops:deploy" else RUNBOOK_NOTES[chunk_of(p)], delay=0.05, concurrency=3)
     report = contextualize(_doc(), fake, ContextualizeOptions(fail_fast=True))
     assert report.results[0].status == "failed" and report.stopped
 
@@ -280,14 +229,14 @@ def test_a_missing_model_fails_every_chunk_with_one_clear_message(tmp_path):
 
 def test_a_chunk_without_body_is_reported():
     text = DOC.replace('<Chunk id="ops:cache">', '<Chunk id="ops:other">')
-    report = contextualize(Document.from_text(text), Fake())
+    report = contextualize(Document.from_text(text), NotesBackend())
     r = {x.chunk_id: x for x in report.results}["ops:cache"]
     assert r.status == "failed" and "no <Chunk>" in r.reason
 
 
 def test_unreadable_frontmatter_is_refused():
     with pytest.raises(ContextualizeError):
-        contextualize(Document.from_text("---\ntitle: [oops\n---\nbody\n"), Fake())
+        contextualize(Document.from_text("---\ntitle: [oops\n---\nbody\n"), NotesBackend())
 
 
 # ---------------------------------------------------------------- prompt options
@@ -296,7 +245,7 @@ def test_unreadable_frontmatter_is_refused():
 def test_template_placeholders(tmp_path):
     tpl = tmp_path / "t.txt"
     tpl.write_text("T={title}\nH={heading}\nB={breadcrumb}\nC={chunk}\nD={document}\nJSON {\"keep\": 1} {unknown}\nNote:", "utf-8")
-    fake = Fake(lambda p, n: "This chunk explains how the orders service is deployed with Helm and rolled back.\nTerms: --atomic")
+    fake = NotesBackend(lambda p, n: "This chunk explains how the orders service is deployed with Helm and rolled back.\nTerms: --atomic")
     report = contextualize(_doc(), fake, ContextualizeOptions(template=tpl, chunk_ids=["ops:deploy"]))
     p = fake.prompts[0]
     assert p.startswith("T=Orders service runbook\nH=Deploy\nB=Orders service runbook > Deploy\nC=## Deploy")
@@ -308,18 +257,18 @@ def test_template_placeholders(tmp_path):
 
 def test_bad_templates(tmp_path):
     with pytest.raises(ContextualizeError, match="cannot read the template"):
-        contextualize(_doc(), Fake(), ContextualizeOptions(template=tmp_path / "missing.txt"))
+        contextualize(_doc(), NotesBackend(), ContextualizeOptions(template=tmp_path / "missing.txt"))
     bad = tmp_path / "bad.txt"
     bad.write_text("no placeholder for the chunk: {document}", "utf-8")
     with pytest.raises(ContextualizeError, match=r"\{chunk\}"):
-        contextualize(_doc(), Fake(), ContextualizeOptions(template=bad))
+        contextualize(_doc(), NotesBackend(), ContextualizeOptions(template=bad))
 
 
 def test_document_max_chars_cuts_around_the_chunk():
     filler = "\n\n".join(f"Paragraph {i} about something else entirely." for i in range(300))
     text = DOC.replace("# Orders service runbook\n", "# Orders service runbook\n\n" + filler + "\n")
     text = text.replace("</Chunk>\n\n<Chunk id=\"ops:cache\">", "</Chunk>\n\n" + filler + "\n\n<Chunk id=\"ops:cache\">")
-    fake = Fake(lambda p, n: "This chunk is about the database of the orders service and its connection limit.\nTerms: PgBouncer")
+    fake = NotesBackend(lambda p, n: "This chunk is about the database of the orders service and its connection limit.\nTerms: PgBouncer")
     tpl = "{document}\n---\n{chunk}"
     contextualize(Document.from_text(text), fake, ContextualizeOptions(template_text=tpl, document_max_chars=1000, chunk_ids=["ops:database"]))
     doc_part = fake.prompts[0].split("\n---\n")[0]
@@ -335,7 +284,7 @@ def test_document_window_edges():
 
 
 def test_instruct_style_for_chat_backends():
-    fake = Fake(lambda p, n: "The orders service runbook explains deployment with Helm. The release rolls back automatically.\nTerms: Helm; --atomic")
+    fake = NotesBackend(lambda p, n: "The orders service runbook explains deployment with Helm. The release rolls back automatically.\nTerms: Helm; --atomic")
     fake.chat = True
     report = contextualize(_doc(), fake, ContextualizeOptions(chunk_ids=["ops:deploy"]))
     assert "<document>" in fake.prompts[0] and "Terms:" in fake.prompts[0]
@@ -347,7 +296,7 @@ def test_instruct_style_for_chat_backends():
 
 def test_progress_reports_each_chunk():
     seen = []
-    contextualize(_doc(), Fake(), progress=seen.append)
+    contextualize(_doc(), NotesBackend(), progress=seen.append)
     assert [(p.index, p.total, p.chunk_id, p.status) for p in seen] == [
         (1, 3, "ops:deploy", "ok"), (2, 3, "ops:database", "ok"), (3, 3, "ops:cache", "ok")]
     assert seen[-1].elapsed > 0 and seen[-1].tokens_per_second > 0 and seen[-1].model_calls == 3
@@ -355,7 +304,7 @@ def test_progress_reports_each_chunk():
 
 def test_cancel_mid_run_with_a_slow_backend():
     cancel = threading.Event()
-    fake = Fake(delay=2.0)
+    fake = NotesBackend(delay=2.0)
     threading.Timer(0.3, cancel.set).start()
     t0 = time.perf_counter()
     doc = _doc()
@@ -369,14 +318,14 @@ def test_cancel_mid_run_with_a_slow_backend():
 def test_cancel_after_the_first_chunk_keeps_its_note():
     cancel = threading.Event()
     doc = _doc()
-    report = contextualize(doc, Fake(delay=0.05), progress=lambda p: cancel.set(), cancel=cancel)
+    report = contextualize(doc, NotesBackend(delay=0.05), progress=lambda p: cancel.set(), cancel=cancel)
     assert [r.status for r in report.results] == ["ok", "skipped", "skipped"] and report.cancelled
     assert "(cancelled)" in report.summary()
     assert "about the deployment" in doc.entry_by_id("chunks", "ops:deploy").data["context"]
 
 
 def test_second_run_makes_no_model_call(tmp_path):
-    fake = Fake()
+    fake = NotesBackend()
     backend = CachedBackend(fake, CompletionCache(tmp_path / "c.sqlite"))
     first = contextualize(_doc(), backend)
     second = contextualize(_doc(), backend)
@@ -386,7 +335,7 @@ def test_second_run_makes_no_model_call(tmp_path):
 
 
 def test_several_chunks_in_flight_keep_document_order():
-    fake = Fake(delay=0.2, concurrency=3)
+    fake = NotesBackend(delay=0.2, concurrency=3)
     t0 = time.perf_counter()
     report = contextualize(_doc(), fake)
     assert time.perf_counter() - t0 < 0.55  # three at once, not one after another

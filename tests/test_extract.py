@@ -20,8 +20,9 @@ from ctxfst_tui.core.entities.extract import (
     format_proposals,
     kebab,
 )
-from ctxfst_tui.core.llm import Completion, ModelError
+from ctxfst_tui.core.llm import ModelError
 from ctxfst_tui.core.format.validate import VALID_ENTITY_TYPES, has_errors, validate
+from fakes import EntityNamer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -135,28 +136,8 @@ def test_exact_terms():
     assert "PgBouncer" in terms and "CI" in terms and "K8s" in terms
 
 
-class FakeModel:
-    name = "fake"
-    model_id = "fake"
-    context_size = 4096
-    chat = False
-
-    def __init__(self, text="Kubernetes (platform); Fakeium (tool); PgBouncer (tool); Dashboard (product)"):
-        self.text = text
-        self.calls = 0
-
-    def count_tokens(self, text):
-        return len(text.split())
-
-    def complete(self, prompt, **kw):
-        self.calls += 1
-        if isinstance(self.text, Exception):
-            raise self.text
-        return Completion(" " + self.text, 10, 10)
-
-
 def test_model_candidates_must_occur_in_the_chunk():
-    model = FakeModel()
+    model = EntityNamer()
     props = _props(backend=model)
     assert model.calls == 3 and props.model_calls == 3
     assert ("Fakeium", "named by the model but not in the chunk") in props.dropped
@@ -167,7 +148,7 @@ def test_model_candidates_must_occur_in_the_chunk():
 
 
 def test_model_errors_are_reported_and_the_deterministic_pass_still_runs():
-    props = _props(backend=FakeModel(ModelError("model file not found: x.gguf")))
+    props = _props(backend=EntityNamer(ModelError("model file not found: x.gguf")))
     assert len(props.model_errors) == 3 and "model file not found" in props.model_errors[0]
     assert any(p.id == "entity:helm" for p in props.entities)
     assert "model error" in format_proposals(props)

@@ -11,7 +11,6 @@ import pytest
 from ctxfst_tui.core.llm import (
     CachedBackend,
     Cancelled,
-    Completion,
     CompletionCache,
     ContextOverflow,
     ModelError,
@@ -20,6 +19,7 @@ from ctxfst_tui.core.llm import (
     make_backend,
 )
 
+from fakes import CountingBackend  # noqa: E402
 from real_model import trusted  # noqa: E402
 
 if importlib.util.find_spec("llama_cpp") is None:  # found, not imported: the self-test runs llama.cpp first
@@ -40,25 +40,6 @@ def llama(tmp_path_factory) -> LlamaBackend:
     b = trusted(LlamaBackend(n_ctx=1024, n_threads=2, max_tokens=32, hash_cache=cache))  # a crash fails, not kills
     b.load()
     return b
-
-
-class CountingBackend:
-    """A deterministic fake that counts the calls that reach it."""
-
-    name = "fake"
-    model_id = "fake-1"
-    context_size = 4096
-    chat = False
-
-    def __init__(self):
-        self.calls = 0
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def complete(self, prompt, *, max_tokens=None, stop=None, temperature=None, cancel=None, on_token=None):
-        self.calls += 1
-        return Completion(f"echo:{len(prompt)}:{max_tokens}", len(prompt.split()), 3)
 
 
 # ---------------------------------------------------------------- real llama.cpp calls

@@ -3,7 +3,6 @@ and the CLI — with a counting fake backend — and one real run of the bundled
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import shutil
@@ -14,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE_DOCS
-from ctxfst_tui.core.llm.base import Cancelled, Completion
 from ctxfst_tui.core.summary import cli_support
 from ctxfst_tui.core.summary.prompts import check_answer, scene_prompt
 from ctxfst_tui.core.summary.segment import SegmentSettings, segment
@@ -23,48 +21,9 @@ from ctxfst_tui.core.summary.store import load_store
 from ctxfst_tui.core.summary.summarizer import Summarizer, SummarySettings
 from ctxfst_tui.core.summary.text import count_words
 from ctxfst_tui.core.summary.tree import markdown_outline
+from fakes import StoryBackend
 
 STORY = SAMPLE_DOCS / "novels" / "the-keeper-of-gull-rock.txt"
-
-
-class FakeBackend:
-    """Counts calls; answers a plausible, name-free summary that depends on the prompt.
-
-    ``script``: answers to give first, in order (then the default answer). ``cancel_at``: on that
-    call, set the cancel event and raise :class:`Cancelled` (a user pressing escape mid-call).
-    """
-
-    name = "fake"
-    chat = False
-
-    def __init__(self, *, context_size: int = 4096, script=None, cancel_at: int | None = None, model_id: str = "fake-1",
-                 padding: int = 0):
-        self.context_size = context_size
-        self.padding = padding
-        self.model_id = model_id
-        self.calls = 0
-        self.prompts: list[str] = []
-        self.script = list(script or [])
-        self.cancel_at = cancel_at
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split()) * 4 // 3 + 1
-
-    def complete(self, prompt, *, max_tokens=None, stop=None, temperature=None, cancel=None, on_token=None):
-        self.calls += 1
-        if self.cancel_at is not None and self.calls == self.cancel_at:
-            if cancel is not None:
-                cancel.set()
-            raise Cancelled("cancelled")
-        assert self.count_tokens(prompt) + (max_tokens or 0) <= self.context_size, "prompt does not fit the window"
-        self.prompts.append(prompt)
-        if self.script:
-            text = self.script.pop(0)
-        else:
-            tag = hashlib.sha256(prompt.encode()).hexdigest()[:6]
-            text = f" moves the story on in part {tag} and everyone there talks about it."
-            text += "".join(f" It goes on with step {tag}{i} of the plot." for i in range(self.padding))
-        return Completion(text, self.count_tokens(prompt), len(text.split()), "stop")
 
 
 def copy_story(tmp_path: Path) -> Path:
@@ -78,7 +37,7 @@ def copy_story(tmp_path: Path) -> Path:
 
 def test_full_run_then_editing_one_scene_costs_three_calls(tmp_path):
     path = copy_story(tmp_path)
-    fake = FakeBackend()
+    fake = StoryBackend()
     s = NovelSession.open(path)
     assert s.store == tmp_path / "story.summary.json"
     report = s.summarize(fake)
@@ -87,7 +46,7 @@ def test_full_run_then_editing_one_scene_costs_three_calls(tmp_path):
     assert s.manuscript.root.find("front").status == "skipped"
 
     # nothing changed: no call at all
-    fake2 = FakeBackend()
+    fake2 = StoryBackend()
     again = NovelSession.open(path).summarize(fake2)
     assert fake2.calls == 0 and again.reused == 10
 
@@ -98,7 +57,7 @@ def test_full_run_then_editing_one_scene_costs_three_calls(tmp_path):
     s3 = NovelSession.open(path)
     stale = sorted(n.id for n in s3.manuscript.root.walk() if n.status == "stale")
     assert stale == ["book", "c2", "c2.s1"]
-    fake3 = FakeBackend()
+    fake3 = StoryBackend()
     report = s3.summarize(fake3)
     assert fake3.calls == 3
     assert [c.node for c in report.calls] == ["c2.s1", "c2", "book"]
@@ -111,7 +70,7 @@ def test_full_run_then_editing_one_scene_costs_three_calls(tmp_path):
 def test_cancelled_run_resumes_where_it_stopped(tmp_path):
     path = copy_story(tmp_path)
     cancel = threading.Event()
-    fake = FakeBackend(cancel_at=5)
+    fake = StoryBackend(cancel_at=5)
     statuses: list[tuple[str, str]] = []
     s = NovelSession.open(path)
     report = s.summarize(fake, cancel=cancel, on_node=lambda n: statuses.append((n.id, n.status)))
@@ -125,7 +84,7 @@ def test_cancelled_run_resumes_where_it_stopped(tmp_path):
     assert done == ["c1.s1", "c1.s2"]
 
     # a new run (a new process: a fresh session) does only what is left
-    fake2 = FakeBackend()
+    fake2 = StoryBackend()
     s2 = NovelSession.open(path)
     assert s2.manuscript.root.find("c1").status == "done"
     report2 = s2.summarize(fake2)
@@ -137,7 +96,7 @@ def test_cancelled_run_resumes_where_it_stopped(tmp_path):
 def test_progress_reports_node_i_of_n_with_eta(tmp_path):
     path = copy_story(tmp_path)
     seen = []
-    NovelSession.open(path).summarize(FakeBackend(), progress=seen.append)
+    NovelSession.open(path).summarize(StoryBackend(), progress=seen.append)
     ends = [p for p in seen if p.status != "running"]
     assert [p.index for p in ends] == list(range(1, 11)) and all(p.total == 10 for p in ends)
     assert [p.node_id for p in ends][-1] == "book"
@@ -147,12 +106,12 @@ def test_progress_reports_node_i_of_n_with_eta(tmp_path):
 
 def test_subtree_and_max_chapters(tmp_path):
     path = copy_story(tmp_path)
-    fake = FakeBackend()
+    fake = StoryBackend()
     s = NovelSession.open(path)
     report = s.summarize(fake, only="c2")
     assert [c.node for c in report.calls] == ["c2.s1", "c2.s2", "c2"]
     assert s.manuscript.root.find("c1").status == "pending"
-    fake2 = FakeBackend()
+    fake2 = StoryBackend()
     s2 = NovelSession.open(path)
     report = s2.summarize(fake2, SummarySettings(max_chapters=1))
     assert [c.node for c in report.calls] == ["c1.s1", "c1.s2", "c1"]  # c1's summary is copied up to the book
@@ -165,7 +124,7 @@ def test_subtree_and_max_chapters(tmp_path):
 
 
 def test_scene_prompt_carries_the_previous_scenes_last_two_sentences(tmp_path):
-    fake = FakeBackend()
+    fake = StoryBackend()
     ms = NovelSession.open(copy_story(tmp_path)).manuscript
     Summarizer(fake, SummarySettings()).run(ms)
     second = next(p for p in fake.prompts if "Silas Crane, the boatman" in p.rsplit("###", 1)[-1])
@@ -193,7 +152,7 @@ def long_novel(chapters: int = 3, scenes: int = 8, sentences: int = 20) -> str:
 
 def test_inputs_longer_than_the_window_are_merged_in_groups_never_truncated():
     ms = segment(long_novel())
-    fake = FakeBackend(context_size=1200, padding=6)
+    fake = StoryBackend(context_size=1200, padding=6)
     report = Summarizer(fake, SummarySettings(scene_words=60, chapter_words=80, book_words=100)).run(ms)
     assert report.failed == 0 and not report.error
     ch = ms.root.find("c1")
@@ -212,7 +171,7 @@ def test_a_scene_longer_than_the_window_is_summarized_in_pieces():
     ms = segment(text, settings=SegmentSettings(max_scene_words=5000, split_words=5000))
     scene = ms.root.scenes()[0]
     assert scene.words > 700
-    fake = FakeBackend(context_size=900)
+    fake = StoryBackend(context_size=900)
     Summarizer(fake, SummarySettings(scene_words=50, chapter_words=60, book_words=60)).run(ms)
     assert scene.status == "done"
     assert [g["kind"] for g in scene.groups].count("piece") >= 2
@@ -252,7 +211,7 @@ def test_rejected_answers_are_retried_once_then_flagged(tmp_path):
     # first scene: empty, then fine -> done with a "retried" flag; second scene: two echoes -> failed
     s2 = ms.node_text(ms.root.find("c1.s2"))
     echo2 = " " + s2[:300]
-    fake = FakeBackend(script=["", None, echo2, echo2])
+    fake = StoryBackend(script=["", None, echo2, echo2])
     fake.script[1] = " Nora keeps the lamp lit in a gale while her father Elias lies ill, and saves a schooner."
     report = Summarizer(fake, SummarySettings(subject_prefix=False)).run(ms)
     s1, s2n, c1 = ms.root.find("c1.s1"), ms.root.find("c1.s2"), ms.root.find("c1")
@@ -265,7 +224,7 @@ def test_rejected_answers_are_retried_once_then_flagged(tmp_path):
 
 def test_a_merge_rejected_twice_joins_the_child_summaries(tmp_path):
     ms = NovelSession.open(copy_story(tmp_path)).manuscript
-    fake = FakeBackend(script=[" Nora keeps the lamp lit through the gale.", " Silas Crane brings the doctor across.",
+    fake = StoryBackend(script=[" Nora keeps the lamp lit through the gale.", " Silas Crane brings the doctor across.",
                                " Kael meets Erebus.", " Kael meets Erebus again."])
     Summarizer(fake, SummarySettings(subject_prefix=False)).run(ms, only="c1")
     c1 = ms.root.find("c1")
@@ -286,7 +245,7 @@ def parse(argv):
 def test_cli_json_and_markdown_outputs_end_with_the_counts_line(tmp_path, capsys):
     path = copy_story(tmp_path)
     out = tmp_path / "tree.json"
-    status = cli_support.run_summarize_cli(parse([str(path), "-o", str(out), "-q"]), backend=FakeBackend())
+    status = cli_support.run_summarize_cli(parse([str(path), "-o", str(out), "-q"]), backend=StoryBackend())
     assert status == 0
     captured = capsys.readouterr()
     assert captured.out.strip().splitlines()[-1] == "nodes 10, model calls 10, cache hits 0, failed 0"
@@ -294,22 +253,22 @@ def test_cli_json_and_markdown_outputs_end_with_the_counts_line(tmp_path, capsys
     assert data["tree"]["summary"] and data["tree"]["children"][1]["children"][0]["status"] == "done"
     md = tmp_path / "tree.md"
     assert cli_support.run_summarize_cli(parse([str(path), "-o", str(md), "--format", "markdown", "-q"]),
-                                         backend=FakeBackend()) == 0
+                                         backend=StoryBackend()) == 0
     assert capsys.readouterr().out.strip() == "nodes 10, model calls 0, cache hits 0, failed 0"
     text = md.read_text()
     assert text.startswith("# The Keeper of Gull Rock\n") and "## Chapter Two: What Elias Told (457 words)" in text
     assert "- **Scene 1** (236 words):" in text
     # no -o: the tree goes to stdout, the counts line to stderr
-    assert cli_support.run_summarize_cli(parse([str(path), "--format", "markdown", "-q"]), backend=FakeBackend()) == 0
+    assert cli_support.run_summarize_cli(parse([str(path), "--format", "markdown", "-q"]), backend=StoryBackend()) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith("# The Keeper") and captured.err.strip().endswith("failed 0")
-    assert cli_support.run_summarize_cli(parse([str(path), "--node", "c9"]), backend=FakeBackend()) == 2
+    assert cli_support.run_summarize_cli(parse([str(path), "--node", "c9"]), backend=StoryBackend()) == 2
     assert "no node 'c9'" in capsys.readouterr().err
 
 
 def test_markdown_outline_marks_failed_and_pending_nodes(tmp_path):
     ms = NovelSession.open(copy_story(tmp_path)).manuscript
-    Summarizer(FakeBackend(), SummarySettings(max_chapters=1)).run(ms)
+    Summarizer(StoryBackend(), SummarySettings(max_chapters=1)).run(ms)
     md = markdown_outline(ms)
     assert "*(pending)*" in md and "## Chapter One: The Lamp (469 words)" in md
 
@@ -358,7 +317,7 @@ def test_real_summary_of_the_short_story(tmp_path, real_backend):
 
 
 def test_instruct_prompts_for_chat_models(tmp_path):
-    fake = FakeBackend()
+    fake = StoryBackend()
     fake.chat = True
     ms = NovelSession.open(copy_story(tmp_path)).manuscript
     s = Summarizer(fake, SummarySettings())
@@ -378,7 +337,7 @@ def test_instruct_prompts_for_chat_models(tmp_path):
 def test_hostile_manuscripts_give_one_line_errors(tmp_path, capsys, content):
     p = tmp_path / "bad.txt"
     p.write_bytes(content)
-    status = cli_support.run_summarize_cli(parse([str(p), "-q"]), backend=FakeBackend())
+    status = cli_support.run_summarize_cli(parse([str(p), "-q"]), backend=StoryBackend())
     err = capsys.readouterr().err
     assert status in (1, 2) and err.startswith("ctxfst-tui: ") and "Traceback" not in err
     assert cli_support.run_summarize_cli(parse([str(tmp_path), "--outline"])) == 2
