@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ctxfst_tui.core.diagnosis.index import ChunkRecord, DocumentDiagnosis
+from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk
 from ctxfst_tui.core.diagnosis.terms import jaccard, word_set
 
 # Thresholds of the reference, kept so findings match it.
@@ -58,7 +58,7 @@ def context_quality(d: DocumentDiagnosis) -> None:
                       "rather than summarizing its content.", at=at)
 
 
-def _draft_context(c: ChunkRecord) -> str:
+def _draft_context(c: IndexedChunk) -> str:
     """A draft context from the chunk's heading and first sentence, marked as a draft (or the reference's TODO)."""
     heading, sentence = "", ""
     for block in re.split(r"\n\s*\n", c.content):

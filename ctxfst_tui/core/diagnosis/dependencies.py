@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from rapidfuzz.distance import OSA
 
-from ctxfst_tui.core.diagnosis.index import ChunkRecord, DocumentDiagnosis, WorkspaceIndex
+from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, WorkspaceIndex
 from ctxfst_tui.core.diagnosis.wording import show_ref
 from ctxfst_tui.core.format.document import Entry, jsonable
 
@@ -31,7 +31,7 @@ def dependency_cycles(ws: WorkspaceIndex) -> None:
     import networkx as nx
 
     g = nx.DiGraph()
-    where: dict[tuple[str, str], tuple[ChunkRecord, int]] = {}
+    where: dict[tuple[str, str], tuple[IndexedChunk, int]] = {}
     order: dict[str, int] = {}
     for c in ws.chunks:
         order.setdefault(c.id, c.order)

@@ -1,6 +1,6 @@
 """The workspace index: per-chunk and per-entity records, and the lookups the checks share.
 
-Each document is normalised once (``ChunkRecord``, ``EntityRecord`` keep the raw entry for
+Each document is normalised once (``IndexedChunk``, ``IndexedEntity`` keep the raw entry for
 positions) into a ``DocumentDiagnosis``, which also collects that document's issues. The
 ``WorkspaceIndex`` holds what a document's checks need to know about the others; the check
 families fill their own parts of it (similar pairs, clusters, token counts, cycles) in
@@ -28,7 +28,7 @@ REF_FIELDS = ("preconditions", "postconditions", "state_refs")
 
 
 @dataclass
-class ChunkRecord:
+class IndexedChunk:
     """A frontmatter chunk normalised for the checks (the raw entry stays for positions)."""
 
     id: str
@@ -46,7 +46,7 @@ class ChunkRecord:
 
 
 @dataclass
-class EntityRecord:
+class IndexedEntity:
     """An entity declaration normalised for the checks."""
 
     id: str
@@ -83,10 +83,10 @@ class DocumentDiagnosis:
     def __init__(self, doc: Document, ws: WorkspaceIndex | None = None, number: int = 0):
         self.doc = doc
         self.ws = ws
-        self.number = number  # position of the document in the workspace (ChunkRecord.doc)
+        self.number = number  # position of the document in the workspace (IndexedChunk.doc)
         self.issues: list[Issue] = []
-        self.chunks: list[ChunkRecord] = []
-        self.ents: list[EntityRecord] = []
+        self.chunks: list[IndexedChunk] = []
+        self.ents: list[IndexedEntity] = []
         self.ok = False
 
     def add(self, category: str, severity: str, rule: str, chunk_ids: list[str], message: str,
@@ -100,12 +100,12 @@ class DocumentDiagnosis:
     def at(self, entry: Entry, key: str) -> tuple[int, int]:
         return entry.field_line(self.doc, key)
 
-    def body_at(self, c: ChunkRecord, fallback: str = "id") -> tuple[int, int]:
+    def body_at(self, c: IndexedChunk, fallback: str = "id") -> tuple[int, int]:
         if c.body is not None:
             return c.body.open.line, c.body.open.column
         return self.at(c.entry, fallback)
 
-    def offset_at(self, c: ChunkRecord, raw_offset: int) -> tuple[int, int]:
+    def offset_at(self, c: IndexedChunk, raw_offset: int) -> tuple[int, int]:
         """File position of an offset into the chunk's raw body content."""
         assert c.body is not None
         return self.doc.index.position(c.body.content_span.start + raw_offset)
@@ -122,7 +122,7 @@ class WorkspaceIndex:
         self.mates: dict[str, set[str]] = {}
         self.same_name_pairs: set[frozenset] = set()
         self.names: dict[str, str] = {}
-        self.first_decl: dict[str, EntityRecord] = {}
+        self.first_decl: dict[str, IndexedEntity] = {}
         self.declared_in: dict[str, list[int]] = {}
         self.used: set[str] = set()
         self.mentioned_by: dict[str, list[str]] = {}
@@ -135,18 +135,18 @@ class WorkspaceIndex:
         self.tfidf: TfIdf | None = None
 
     @property
-    def chunks(self) -> list[ChunkRecord]:
+    def chunks(self) -> list[IndexedChunk]:
         return [c for d in self.diags if d.ok for c in d.chunks]
 
     @property
-    def ents(self) -> list[EntityRecord]:
+    def ents(self) -> list[IndexedEntity]:
         return [e for d in self.diags for e in d.ents]
 
     def decl_rank(self, entity_id: str) -> tuple[int, int]:
         e = self.first_decl.get(entity_id)
         return (e.doc, e.entry.index) if e is not None else (len(self.docs), 0)
 
-    def cosine(self, a: ChunkRecord, b: ChunkRecord) -> float:
+    def cosine(self, a: IndexedChunk, b: IndexedChunk) -> float:
         if self.tfidf is None:
             return 0.0
         return self.tfidf.cosine(a.order, b.order)

@@ -12,7 +12,7 @@ from typing import Any
 from rapidfuzz.distance import OSA
 
 from ctxfst_tui.core.diagnosis.catalog import GENERIC_ENTITY_NAMES
-from ctxfst_tui.core.diagnosis.index import ChunkRecord, DocumentDiagnosis
+from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk
 from ctxfst_tui.core.diagnosis.mentions import Mentions, appears, fold_form, slug_words
 from ctxfst_tui.core.diagnosis.terms import stemmed_terms
 from ctxfst_tui.core.diagnosis.wording import json_ref, quote_list, show_ref
@@ -55,7 +55,7 @@ def _undefined_and_many(d: DocumentDiagnosis) -> None:
             _undefined(d, c, ref, at)
 
 
-def _undefined(d: DocumentDiagnosis, c: ChunkRecord, ref: Any, at: tuple[int, int]) -> None:
+def _undefined(d: DocumentDiagnosis, c: IndexedChunk, ref: Any, at: tuple[int, int]) -> None:
     raw = jsonable(ref)
     fix: dict[str, Any] = {"op": "unlink_entity", "chunk_id": c.id, "entity_id": raw}
     how = "unlinks it"
@@ -95,7 +95,7 @@ def _near_entity(d: DocumentDiagnosis, ref: str) -> str | None:
     return hits.pop() if len(hits) == 1 else None
 
 
-def _named_in(d: DocumentDiagnosis, c: ChunkRecord, words: str) -> str | None:
+def _named_in(d: DocumentDiagnosis, c: IndexedChunk, words: str) -> str | None:
     """How a chunk writes a phrase (case-insensitive, spaces/hyphens/dots between its words), if it does."""
     parts = [re.escape(p) for p in words.split() if p]
     if not parts or len("".join(parts)) < 3:

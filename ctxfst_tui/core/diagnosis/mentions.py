@@ -14,7 +14,7 @@ from ctxfst_tui.core.diagnosis.terms import stemmed_terms
 from ctxfst_tui.core.entities.aliases import fingerprint
 
 if TYPE_CHECKING:
-    from ctxfst_tui.core.diagnosis.index import EntityRecord
+    from ctxfst_tui.core.diagnosis.index import IndexedEntity
 
 
 ONE_LETTER_WORDS = frozenset({"A", "I", "a"})  # an entity named "A" is not mentioned by every sentence
@@ -35,7 +35,7 @@ def fold_form(form: str) -> str:
 class Mentions:
     """Finds word-bounded mentions of entity names and aliases; the longest form wins at a position."""
 
-    def __init__(self, ents: list[EntityRecord]):
+    def __init__(self, ents: list[IndexedEntity]):
         self.by_form: dict[str, list[str]] = {}
         for e in ents:
             for f in e.forms:
@@ -70,7 +70,7 @@ def _form_stems(form: str) -> frozenset[str]:
     return frozenset(stemmed_terms(form)[0])
 
 
-def appears(e: EntityRecord, terms: set[str], raw: str, fp_text: list[str]) -> bool:
+def appears(e: IndexedEntity, terms: set[str], raw: str, fp_text: list[str]) -> bool:
     """True when a name, alias or the id's words of ``e`` occur in a chunk (leniently: stems, any order).
     ``fp_text`` is a one-item cache of the chunk's fingerprint, computed only when needed."""
     forms = [*e.forms, slug_words(e.id)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
-from ctxfst_tui.core.diagnosis.index import ChunkRecord, DocumentDiagnosis, WorkspaceIndex
+from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, WorkspaceIndex
 from ctxfst_tui.core.diagnosis.terms import TfIdf, jaccard, word_set
 
 SIMILARITY_THRESHOLD = 0.6  # the reference's Jaccard of context+content word sets
@@ -20,8 +20,8 @@ NEAR_DUPLICATE_COSINE = 0.9
 class SimilarPair:
     """Two chunks retrieval may confuse, with both scores and the terms they share (as written)."""
 
-    a: ChunkRecord
-    b: ChunkRecord
+    a: IndexedChunk
+    b: IndexedChunk
     cosine: float
     jaccard: float
     terms: list[str]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from ctxfst_tui.core.diagnosis.contexts import HEADING
-from ctxfst_tui.core.diagnosis.index import ChunkRecord, DocumentDiagnosis, WorkspaceIndex
+from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, WorkspaceIndex
 from ctxfst_tui.core.diagnosis.wording import quote_list
 
 CHUNK_TOKENS_MIN = 100
@@ -45,7 +45,7 @@ def chunk_size(d: DocumentDiagnosis) -> None:
             neighbours = [x for x in (in_body[k - 1] if k else None, in_body[k + 1] if k + 1 < len(in_body) else None) if x]
             best = None
             if neighbours:
-                def rank(x: ChunkRecord) -> tuple:
+                def rank(x: IndexedChunk) -> tuple:
                     return (-d.ws.cosine(c, x), d.ws.tokens.get(x.order, 0))
                 best = min(neighbours, key=rank)
             if best is not None:

@@ -5,7 +5,7 @@ missing frontmatter, or a missing ``chunks`` list become issues instead of excep
 """
 from __future__ import annotations
 
-from ctxfst_tui.core.diagnosis.index import ChunkRecord, DocumentDiagnosis, EntityRecord, tags_of, text_of
+from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, IndexedEntity, tags_of, text_of
 from ctxfst_tui.core.diagnosis.wording import kind_of
 
 
@@ -74,7 +74,7 @@ def _collect_entities(d: DocumentDiagnosis) -> None:
         aliases = [str(a).strip() for a in aliases if isinstance(a, (str, int, float)) and not isinstance(a, bool)
                    and str(a).strip()] if isinstance(aliases, list) else []
         t = e.data.get("type")
-        d.ents.append(EntityRecord(e.data["id"], e, name, t if isinstance(t, str) else None, aliases, d.number))
+        d.ents.append(IndexedEntity(e.data["id"], e, name, t if isinstance(t, str) else None, aliases, d.number))
 
 
 def _collect_chunks(d: DocumentDiagnosis) -> None:
@@ -95,7 +95,7 @@ def _collect_chunks(d: DocumentDiagnosis) -> None:
             continue
         cid = raw_id if isinstance(raw_id, str) else str(raw_id)
         body = d.doc.body_chunk(cid)
-        d.chunks.append(ChunkRecord(
+        d.chunks.append(IndexedChunk(
             id=cid,
             entry=entry,
             context=text_of(entry.data.get("context")),

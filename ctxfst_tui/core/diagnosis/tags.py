@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ctxfst_tui.core.diagnosis.index import ChunkRecord, DocumentDiagnosis
+from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk
 
 UBIQUITOUS_SHARE = 0.8  # a tag on >= 80% of chunks no longer filters anything
 
@@ -26,7 +26,7 @@ def tag_overlap(d: DocumentDiagnosis) -> None:
               f"Tags appear in most chunks, reducing filtering effectiveness: {', '.join(ubiquitous)}",
               "Consider using more specific sub-tags or adding differentiating tags "
               "to enable precise filtering.", at=d.at(first_tagged.entry, "tags"))
-    groups: dict[frozenset, list[ChunkRecord]] = {}
+    groups: dict[frozenset, list[IndexedChunk]] = {}
     for c in d.chunks:
         groups.setdefault(frozenset(c.tags), []).append(c)
     for tag_set, members in groups.items():
