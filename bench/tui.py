@@ -758,8 +758,7 @@ def start_fake_job(app, path: Path):  # noqa: ANN001, ANN201
     """Start a contextualize job on ``path`` the way ctrl+k does (app.start_job, the job status line),
     its body repeated until cancelled so it outlasts the measurement."""
     from ctxfst_tui.core.contextualize.options import ContextualizeOptions
-    from ctxfst_tui.services.jobs import Job, contextualize_job
-    from ctxfst_tui.ui.messages import JobFinished
+    from ctxfst_tui.services.jobs import Job, JobOutcome, contextualize_job
 
     screen = app.screen
     data = path.read_bytes()
@@ -768,7 +767,7 @@ def start_fake_job(app, path: Path):  # noqa: ANN001, ANN201
     def body(post):  # noqa: ANN001, ANN202
         while not job.cancel.is_set():
             contextualize_job(app.models, job, data, ContextualizeOptions(), post)
-        return JobFinished(job)  # nothing to apply: the bench leaves the document alone
+        return JobOutcome(job)  # nothing to apply: the bench leaves the document alone
 
     if not app.start_job(job, body, screen):
         raise RuntimeError("the app refused to start a job")

@@ -35,7 +35,7 @@ async def test_state_saved_on_quit_and_restored(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         screen = app.screen
-        screen._open(folder / "sub" / "b.md")
+        screen.open(folder / "sub" / "b.md")
         await settle(app, pilot)
         await pilot.press("2")
         app.theme = "ctxfst-light"

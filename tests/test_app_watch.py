@@ -6,7 +6,7 @@ from pathlib import Path
 
 import tests.test_app as app_tests
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.screens.workbench import screen as wb
+from ctxfst_tui.ui.screens.workbench import disk as wb
 from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from tests.test_app import VALID, folder, open_document  # noqa: F401 - the fixture and helpers

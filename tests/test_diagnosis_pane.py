@@ -200,7 +200,7 @@ async def test_a_fix_that_fails_is_a_notification(folder, monkeypatch):
     def refuse(ws, fix, path=None):
         raise FixError("the chunk changed since the diagnosis")
 
-    monkeypatch.setattr("ctxfst_tui.ui.screens.workbench.screen.apply_fix", refuse)
+    monkeypatch.setattr("ctxfst_tui.ui.screens.workbench.editing.apply_fix", refuse)
     app = WorkbenchApp(folder)
     notes: list[str] = []
     async with app.run_test(size=SIZE) as pilot:

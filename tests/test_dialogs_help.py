@@ -200,7 +200,7 @@ async def test_help_in_the_summary_lists_space_and_r(folder):
 
 async def edited(app: WorkbenchApp, pilot) -> WorkbenchScreen:
     screen = await started(app, pilot)
-    screen._apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
+    screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
     await pilot.pause()
     assert app.session.dirty_paths
     return screen

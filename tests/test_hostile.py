@@ -429,7 +429,9 @@ async def test_a_handler_that_raises_is_notified_logged_and_the_app_goes_on(tmp_
     def undo_on_fire(self) -> None:
         raise RuntimeError("the undo stack is on fire")
 
-    monkeypatch.setattr(WorkbenchApp, "action_undo", undo_on_fire)
+    from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+
+    monkeypatch.setattr(WorkbenchScreen, "action_undo", undo_on_fire)
     app = WorkbenchApp(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await started(app, pilot)

@@ -18,9 +18,8 @@ from textual.widgets import Checkbox, Input, RadioButton, SelectionList, TabbedC
 
 from ctxfst_tui.core.llm import Cancelled, Completion, EndpointError, ModelNotFound
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.commands import COMMANDS, WorkbenchCommands
-from ctxfst_tui.services.jobs import Job, ModelService, ModelSettings, Reporter
-from ctxfst_tui.ui.messages import JobProgress
+from ctxfst_tui.ui.screens.workbench.commands import COMMANDS, WorkbenchCommands
+from ctxfst_tui.services.jobs import Job, JobProgress, ModelService, ModelSettings, Reporter
 from ctxfst_tui.ui.screens.modals.contextualize import ContextualizeScreen
 from ctxfst_tui.ui.screens.modals.model_settings import ModelSettingsScreen
 from ctxfst_tui.ui.screens.modals.proposals import ProposalsScreen
@@ -454,7 +453,8 @@ async def test_palette_offers_the_model_commands(folder):
         assert hits and str(hits[0].text) == "Cancel model job"
         hits[0].command()
         await wait_until(pilot, lambda: app.job is None)
-        assert all(hasattr(app, f"action_{action}") for _, _, action, _ in COMMANDS)
+        assert all(hasattr(app if action.startswith("app.") else screen, f"action_{action.removeprefix('app.')}")
+                   for _, _, action, _ in COMMANDS)
 
 
 async def test_progress_is_coalesced():

@@ -223,7 +223,7 @@ async def test_a_clean_quit_clears_the_journal_and_quitting_without_saving_disca
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
-        screen._apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
+        screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
         await journaled(folder, pilot, 1)
         await pilot.press("q")
         await pilot.pause()
@@ -276,7 +276,7 @@ async def test_an_edit_made_during_a_slow_save_stays_unsaved(folder, monkeypatch
         merged_front = app.session.document(folder / "frontend.md").text
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: calls)  # the worker is writing now
-        screen._apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))  # typed meanwhile
+        screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))  # typed meanwhile
         front = app.session.document(folder / "frontend.md")
         assert "ReactJS" in front.text
         release.set()
@@ -302,7 +302,7 @@ async def test_one_save_at_a_time_a_second_ctrl_s_saves_again_after(folder, monk
         await merge_js(app, pilot)
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: calls)
-        screen._apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
+        screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
         await pilot.press("ctrl+s")  # while the first save is writing
         await pilot.pause()
         assert any("Saving…" in n.message for n in app._notifications)

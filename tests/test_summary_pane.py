@@ -21,8 +21,8 @@ from conftest import SAMPLE_DOCS
 from ctxfst_tui.core.llm.base import Cancelled, Completion
 from ctxfst_tui.core.summary import load_store
 from ctxfst_tui.ui.app import WorkbenchApp
-from ctxfst_tui.ui.commands import COMMANDS
-from ctxfst_tui.ui.messages import JobProgress
+from ctxfst_tui.ui.screens.workbench.commands import COMMANDS
+from ctxfst_tui.services.jobs import JobProgress
 from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.jobs.status import JobStatus
@@ -507,7 +507,7 @@ async def test_palette_summarize_book_runs_on_the_novel_shown(folder, monkeypatc
         await started(app, pilot)
         await open_summary(app, pilot)
         jobs = record_jobs(app, monkeypatch)
-        app.action_summarize_book()
+        app.screen.action_summarize_book()
         await pilot.pause()
         assert [(j.node, j.scope) for j in jobs] == [(None, "the book")]
         await wait_until(pilot, lambda: app.job is None)

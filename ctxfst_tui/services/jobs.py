@@ -1,8 +1,9 @@
 """Model jobs: which model to use, the one shared backend, and the bodies of the jobs.
 
 No Textual here. The App runs a job's body in its one ``model`` thread worker; the body
-reports through a ``post`` callable (the asking screen's ``post_message``), throttled so a
-fast run cannot flood the UI, and returns a :class:`~.messages.JobFinished`. A job reads a
+reports through a ``post`` callable taking plain events (:class:`JobProgress`, throttled so a
+fast run cannot flood the UI; :class:`NodeChanged`), which the UI turns into its Messages, and
+returns a :class:`JobOutcome`. A job reads a
 snapshot (bytes) of its document and writes nothing: the screen applies the result on the
 UI thread, as one undoable edit of the session.
 
@@ -39,7 +40,6 @@ from ctxfst_tui.core.llm import EndpointError, ModelError, ModelNotFound, backen
 from ctxfst_tui.core.llm.base import Cancelled
 from ctxfst_tui.core.summary import NovelSession, SegmentError, StoreError, SummaryProgress, SummaryReport, SummarySettings
 from ctxfst_tui.core.summary.tree import Node
-from ctxfst_tui.ui.messages import JobFinished, JobProgress, SummaryNodeChanged
 
 PROGRESS_INTERVAL = 0.5  # at most 2 progress messages a second: enough for a status line, and keys wait less during a job
 SOURCES = ("bundled", "gguf", "endpoint")
@@ -245,8 +245,49 @@ class Job:
         return self.cancel.is_set() and self.fatal is None
 
 
+@dataclass(frozen=True)
+class JobProgress:
+    """A model job's progress: ``done`` units (chunks, or nodes of a summary tree) of ``total``;
+    ``phase`` starting / loading / running; ``eta`` seconds left when the job can tell, ``current``
+    what it works on as shown."""
+
+    job: Job
+    phase: str = "running"
+    done: int = 0
+    total: int = 0
+    chunk_id: str = ""
+    tokens_per_second: float = 0.0
+    model_calls: int = 0
+    cache_hits: int = 0
+    live_tokens: int = 0
+    unit: str = "chunk"
+    eta: float | None = None
+    current: str = ""
+
+
+@dataclass(frozen=True)
+class NodeChanged:
+    """A summary job started or finished one node: a copy of it, made in the worker."""
+
+    job: Job
+    view: SummaryNodeView
+
+
+JobEvent = JobProgress | NodeChanged  # what a job body hands its ``post`` callable
+
+
+@dataclass
+class JobOutcome:
+    """What a job body returns: ``result`` (a ContextualizeReport, Proposals or SummaryOutcome,
+    maybe partial) and/or a one-line ``error``."""
+
+    job: Job
+    result: Any = None
+    error: str | None = None
+
+
 class Reporter:
-    """Progress of one job as :class:`JobProgress` messages, at most one per ``interval``."""
+    """Progress of one job as :class:`JobProgress` events, at most one per ``interval``."""
 
     def __init__(self, job: Job, post: Callable[[Any], Any], interval: float = PROGRESS_INTERVAL) -> None:
         self.job = job
@@ -341,7 +382,7 @@ def _model(models: ModelService, job: Job, reporter: Reporter) -> Metered:
 
 
 def contextualize_job(models: ModelService, job: Job, data: bytes, options: ContextualizeOptions,
-                      post: Callable[[Any], Any]) -> JobFinished:
+                      post: Callable[[JobEvent], Any]) -> JobOutcome:
     """Notes for every chunk of the document in ``data``; nothing is written."""
     reporter = Reporter(job, post)
     reporter.update(force=True)
@@ -351,16 +392,16 @@ def contextualize_job(models: ModelService, job: Job, data: bytes, options: Cont
         report = generate_notes(doc, backend, options, progress=reporter.chunk_done, cancel=job.cancel)
     except Cancelled:  # before the model was ready: every chunk is left as it was
         skipped = [ChunkResult(c.id, "skipped", "cancelled") for c in doc.chunks if isinstance(c.id, str)]
-        return JobFinished(job, result=ContextualizeReport(doc.label, results=skipped, cancelled=True))
+        return JobOutcome(job, result=ContextualizeReport(doc.label, results=skipped, cancelled=True))
     except (ModelError, ContextualizeError, OSError) as exc:
-        return JobFinished(job, error=str(exc))
+        return JobOutcome(job, error=str(exc))
     if job.fatal is not None:
-        return JobFinished(job, result=report, error=job.fatal)
-    return JobFinished(job, result=report)
+        return JobOutcome(job, result=report, error=job.fatal)
+    return JobOutcome(job, result=report)
 
 
 def extract_job(models: ModelService, job: Job, data: bytes, others: list[tuple[Path, bytes]],
-                post: Callable[[Any], Any]) -> JobFinished:
+                post: Callable[[JobEvent], Any]) -> JobOutcome:
     """Entity proposals for the document in ``data`` (the workspace's other entities matched)."""
     reporter = Reporter(job, post)
     reporter.update(force=True)
@@ -370,12 +411,12 @@ def extract_job(models: ModelService, job: Job, data: bytes, others: list[tuple[
         backend = _model(models, job, reporter)
         proposals = extract_entities(doc, backend, existing=existing, cancel=job.cancel, progress=reporter.extract_done)
     except Cancelled:  # before the model was ready
-        return JobFinished(job, result=Proposals(doc.label, cancelled=True))
+        return JobOutcome(job, result=Proposals(doc.label, cancelled=True))
     except (ModelError, OSError) as exc:
-        return JobFinished(job, error=str(exc))
+        return JobOutcome(job, error=str(exc))
     if job.fatal is not None:
-        return JobFinished(job, result=proposals, error=job.fatal)
-    return JobFinished(job, result=proposals)
+        return JobOutcome(job, result=proposals, error=job.fatal)
+    return JobOutcome(job, result=proposals)
 
 
 def chunk_counts(doc: Document | None) -> tuple[int, int]:
@@ -470,11 +511,11 @@ class SummaryOutcome:
 
 
 def summarize_job(models: ModelService, job: Job, session: NovelSession, settings: SummarySettings,
-                  post: Callable[[Any], Any]) -> JobFinished:
+                  post: Callable[[JobEvent], Any]) -> JobOutcome:
     """Summarize ``job.node``'s subtree (or the book) of ``session``'s novel; the store is saved as it goes.
 
-    Each node that starts or finishes is posted as a :class:`SummaryNodeChanged` (never dropped);
-    the progress line (node i of n, ETA) as throttled :class:`JobProgress` messages.
+    Each node that starts or finishes is posted as a :class:`NodeChanged` (never dropped);
+    the progress line (node i of n, ETA) as throttled :class:`JobProgress` events.
     """
     reporter = Reporter(job, post)
     reporter.update(force=True, unit="node")
@@ -485,14 +526,14 @@ def summarize_job(models: ModelService, job: Job, session: NovelSession, setting
         running = p.status == "running"
         node = index.get(p.node_id)
         if running and node is not None:
-            post(SummaryNodeChanged(job, node_view(node)))
+            post(NodeChanged(job, node_view(node)))
         # forced when a node starts: a long model call must not leave the line on the node before
         reporter.update(force=running or p.index >= p.total, phase="running", done=p.index - (1 if running else 0),
                         total=p.total, chunk_id=p.node_id, eta=p.eta, model_calls=p.model_calls,
                         cache_hits=p.cache_hits, unit="node", current=p.title)
 
     def finished(node: Node) -> None:
-        post(SummaryNodeChanged(job, node_view(node)))
+        post(NodeChanged(job, node_view(node)))
 
     report: SummaryReport | None = None
     try:
@@ -502,12 +543,12 @@ def summarize_job(models: ModelService, job: Job, session: NovelSession, setting
     except Cancelled:  # before the model was ready: the store is untouched
         view = novel_view(session)
         report = SummaryReport(nodes=view.scope_sizes.get(job.node or view.root.id, 0), cancelled=True)
-        return JobFinished(job, result=SummaryOutcome(report, view))
+        return JobOutcome(job, result=SummaryOutcome(report, view))
     except (ModelError, StoreError, KeyError, OSError) as exc:
         error = str(exc) if not isinstance(exc, KeyError) else f"no node {exc.args[0]!r} in the tree"
-        return JobFinished(job, result=SummaryOutcome(report, novel_view(session)), error=error)
+        return JobOutcome(job, result=SummaryOutcome(report, novel_view(session)), error=error)
     error = job.fatal or (report.error or None)
-    return JobFinished(job, result=SummaryOutcome(report, novel_view(session)), error=error)
+    return JobOutcome(job, result=SummaryOutcome(report, novel_view(session)), error=error)
 
 
 # ---------------------------------------------------------------- applying results (session operations)

@@ -34,10 +34,11 @@ from ctxfst_tui.core.chunking.preview import Budget, Previewer
 from ctxfst_tui.core.workspace.watch import FolderWatcher
 from ctxfst_tui.core.workspace.scan import Skipped, scan_documents
 from ctxfst_tui.services.analysis import Analyser
-from ctxfst_tui.ui.commands import WorkbenchCommands
 from ctxfst_tui.services.jobs import (
     BackendFactory,
     Job,
+    JobEvent,
+    JobOutcome,
     ModelService,
     ModelSettings,
     open_novel,
@@ -54,6 +55,7 @@ from ctxfst_tui.ui.messages import (
     WorkspaceAnalysed,
     WorkspaceLoaded,
     WorkspaceSaved,
+    job_message,
 )
 from ctxfst_tui.services.report import DocumentStatus, build_report, status_for
 from ctxfst_tui.ui.screens.modals.quit import QuitScreen
@@ -98,20 +100,21 @@ class WorkbenchApp(App[None]):
         STYLES / "summary_tree.tcss",
         STYLES / "status_bar.tcss",
     ]
-    COMMANDS = App.COMMANDS | {WorkbenchCommands}
     UNDO = Binding.Group("Undo/redo")
     MODEL = Binding.Group("Model")
+    # The keys for the workbench screen's actions are declared here (``screen.…``), so they are
+    # listed "Everywhere" in the help and last in the footer, as keys that work in every pane.
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark,f1", "help", "Help", id="help", tooltip="The keys of the focused pane"),
-        Binding("u,ctrl+z", "undo", "Undo", id="undo", tooltip="Undo the last edit of the session", group=UNDO),
-        Binding("U,ctrl+y", "redo", "Redo", id="redo", tooltip="Redo the last undone edit", group=UNDO),
-        Binding("ctrl+s", "save", "Save", id="save", tooltip="Save every document with unsaved changes"),
+        Binding("u,ctrl+z", "screen.undo", "Undo", id="undo", tooltip="Undo the last edit of the session", group=UNDO),
+        Binding("U,ctrl+y", "screen.redo", "Redo", id="redo", tooltip="Redo the last undone edit", group=UNDO),
+        Binding("ctrl+s", "screen.save", "Save", id="save", tooltip="Save every document with unsaved changes"),
         # The model keys are priority bindings (the source view and inputs would take ctrl+k / ctrl+e),
         # offered on the workbench only: in a modal the key is the focused widget's again.
-        Binding("ctrl+k", "contextualize", "Contextualize", id="contextualize", group=MODEL, priority=True,
+        Binding("ctrl+k", "screen.contextualize", "Contextualize", id="contextualize", group=MODEL, priority=True,
                 tooltip="Write a retrieval note into each chunk's context with the model"),
-        Binding("ctrl+e", "extract_entities", "Extract entities", id="extract-entities", group=MODEL, priority=True,
+        Binding("ctrl+e", "screen.extract_entities", "Extract entities", id="extract-entities", group=MODEL, priority=True,
                 tooltip="Propose entities and chunk links for the open document, then review them"),
         Binding("ctrl+o", "model_settings", "Model", id="model-settings", show=False, priority=True,
                 tooltip="Backend, model, context size, threads; which model the next job uses"),
@@ -193,30 +196,6 @@ class WorkbenchApp(App[None]):
     def _workbench(self) -> WorkbenchScreen | None:
         return self.screen if isinstance(self.screen, WorkbenchScreen) else None
 
-    def action_undo(self) -> None:
-        if (screen := self._workbench()) is not None:
-            screen.undo()
-
-    def action_redo(self) -> None:
-        if (screen := self._workbench()) is not None:
-            screen.redo()
-
-    def action_save(self) -> None:
-        if (screen := self._workbench()) is not None:
-            screen.save()
-
-    def action_convert(self) -> None:
-        if (screen := self._workbench()) is not None:
-            screen.convert()
-
-    def action_contextualize(self) -> None:
-        if (screen := self._workbench()) is not None:
-            screen.contextualize()
-
-    def action_extract_entities(self) -> None:
-        if (screen := self._workbench()) is not None:
-            screen.extract_entities()
-
     def action_write_config(self) -> None:
         """Write an example config.toml listing every setting and key id (never over an existing one)."""
         path = self.config.path
@@ -226,40 +205,6 @@ class WorkbenchApp(App[None]):
             self.notify(f"{path}: {exc.strerror or exc}", title="Config not written", severity="error", timeout=8)
             return
         self.notify(f"Wrote {path}" if wrote else f"{path} exists; left as it is.", title="Config", timeout=6)
-
-    def _on_workbench(self, method: str) -> None:
-        """Palette commands that act on the workbench screen (nothing when a modal is on top)."""
-        if (screen := self._workbench()) is not None:
-            getattr(screen, method)()
-
-    def action_rechunk(self) -> None:
-        self._on_workbench("rechunk")
-
-    def action_validate(self) -> None:
-        self._on_workbench("validate")
-
-    def action_diagnose(self) -> None:
-        self._on_workbench("diagnose")
-
-    def action_apply_fix(self) -> None:
-        self._on_workbench("apply_fix")
-
-    def action_merge(self) -> None:
-        self._on_workbench("merge_suggestion")
-
-    def action_toggle_tree(self) -> None:
-        self._on_workbench("action_toggle_tree")
-
-    def action_toggle_overview(self) -> None:
-        self._on_workbench("action_toggle_overview")
-
-    def action_summarize_node(self) -> None:
-        if (screen := self._workbench()) is not None:
-            screen.summarize(book=False)
-
-    def action_summarize_book(self) -> None:
-        if (screen := self._workbench()) is not None:
-            screen.summarize(book=True)
 
     def action_cancel_job(self) -> None:
         job = self.job
@@ -283,8 +228,8 @@ class WorkbenchApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_job":  # escape belongs to the focused widget or modal unless a job runs
             return self.job is not None and self._workbench() is not None
-        if action in ("contextualize", "extract_entities", "model_settings"):
-            return self._workbench() is not None and not isinstance(self.focused, Input)  # inputs keep ctrl+e/ctrl+k
+        if action == "model_settings":
+            return self._workbench() is not None and not isinstance(self.focused, Input)  # inputs keep ctrl+o
         return True
 
     def on_unmount(self) -> None:
@@ -446,8 +391,9 @@ class WorkbenchApp(App[None]):
         self.notify(f"{self.job.title} is still running (escape cancels it).", severity="warning", timeout=4)
         return True
 
-    def start_job(self, job: Job, body: Callable[[Callable[[Any], Any]], JobFinished], reply_to: MessagePump) -> bool:
-        """Run a model job: ``body(post)`` in the ``model`` thread worker; one job at a time."""
+    def start_job(self, job: Job, body: Callable[[Callable[[JobEvent], None]], JobOutcome], reply_to: MessagePump) -> bool:
+        """Run a model job: ``body(post)`` in the ``model`` thread worker; one job at a time. What
+        the body posts (plain events) and returns reach ``reply_to`` as Messages."""
         if self.model_busy():
             return False
         job.model = job.model or self.models.settings.describe()
@@ -457,12 +403,16 @@ class WorkbenchApp(App[None]):
         self.refresh_bindings()
         return True
 
-    def _run_job(self, job: Job, body: Callable[[Callable[[Any], Any]], JobFinished], reply_to: MessagePump) -> None:
-        finished = JobFinished(job)  # a worker that fails still says the job ended (the error is reported below)
+    def _run_job(self, job: Job, body: Callable[[Callable[[JobEvent], None]], JobOutcome], reply_to: MessagePump) -> None:
+        outcome = JobOutcome(job)  # a worker that fails still says the job ended (the error is reported below)
+
+        def post(event: JobEvent) -> None:
+            reply_to.post_message(job_message(event))
+
         try:
-            finished = body(reply_to.post_message)
+            outcome = body(post)
         finally:
-            reply_to.post_message(finished)
+            reply_to.post_message(JobFinished(outcome.job, outcome.result, outcome.error))
 
     def save_workspace(self, workspace: Workspace, reply_to: MessagePump) -> None:
         """Save every document with unsaved changes: what is written is snapshot here, on the UI
@@ -478,7 +428,7 @@ class WorkbenchApp(App[None]):
 
     @work(thread=True, group="save", exclusive=False, exit_on_error=False, name="saving")
     def _write_documents(self, items: list[PendingWrite], reply_to: MessagePump) -> None:
-        """Write the snapshot's bytes (all or nothing, ``ui.saving.write``); always answers with a
+        """Write the snapshot's bytes (all or nothing, ``services.saving.write``); always answers with a
         WorkspaceSaved, or no later save could start."""
         written: list[Path] = []
         error: str | None = None

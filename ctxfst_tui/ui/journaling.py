@@ -169,7 +169,7 @@ class JournalKeeper:
 
     def _recover(self, screen: "WorkbenchScreen", entries: list[JournalEntry], items: list[RecoveryItem]) -> None:
         gone = [e for e, i in zip(entries, items) if i.state == "deleted"]
-        screen._apply("Recovered", lambda: self.session.run(recover, entries))
+        screen.editing.apply("Recovered", lambda: self.session.run(recover, entries))
         conflicts = [i.label for i in items if i.conflict]
         if conflicts:
             self.app.notify(f"{', '.join(conflicts)}: changed on disk since these edits. Your text is kept as unsaved "

@@ -1,233 +1,155 @@
-"""Messages that cross from panes and workers to the screen.
+"""Worker results: the Messages the App's workers post to the asking screen.
 
-Panes post intents (``DocumentSelected``, ``FindingSelected``, ``MergeRequested``,
-``FixRequested``…); workers post results (``DocumentsListed``, ``StatusesValidated``,
-``WorkspaceLoaded``, ``DocumentLoaded``, ``WorkspaceAnalysed``…). The screen decides.
+Each is a dataclass (Textual's ``Message.__post_init__`` sets up the message once the fields
+are in). Identity equality (``eq=False``): a message is an event, not a value. The intents
+panes post (a document chosen, a merge asked for…) live nested in the widget that posts them.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from ctxfst_tui.core.workspace.workspace import Workspace
 from ctxfst_tui.core.workspace.watch import DiskChange
-from ctxfst_tui.services.analysis import DiagnosisItem, EntityInfo, WorkspaceAnalysis
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.services.analysis import WorkspaceAnalysis
+from ctxfst_tui.services.jobs import Job, JobEvent, JobProgress, NodeChanged, SummaryNodeView
 from ctxfst_tui.services.report import DocumentReport, DocumentStatus
 
 if TYPE_CHECKING:
     from ctxfst_tui.core.summary import NovelSession
-    from ctxfst_tui.services.jobs import Job, NovelView, SummaryNodeView
+    from ctxfst_tui.services.jobs import NovelView
 
 
-class DocumentSelected(Message):
-    """The user chose a document in the tree (Enter or click)."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.path = path
-
-
-class FindingSelected(Message):
-    """The user chose a finding: show its place in the source (1-based; line 0 = whole file)."""
-
-    def __init__(self, line: int, column: int, focus: bool = True) -> None:
-        super().__init__()
-        self.line = line
-        self.column = column
-        self.focus = focus  # False when only previewing (cursor moving over the list)
-
-
+@dataclass(eq=False)
 class DocumentsListed(Message):
     """A worker found the documents of the workspace folder."""
 
-    def __init__(self, root: Path, paths: list[Path]) -> None:
-        super().__init__()
-        self.root = root
-        self.paths = paths
+    root: Path
+    paths: list[Path]
 
 
+@dataclass(eq=False)
 class StatusesValidated(Message):
     """A worker validated a batch of documents (batched in time, so the tree redraws rarely)."""
 
-    def __init__(self, statuses: dict[Path, DocumentStatus]) -> None:
-        super().__init__()
-        self.statuses = statuses
+    statuses: dict[Path, DocumentStatus]
 
 
+@dataclass(eq=False)
 class DocumentLoaded(Message):
     """A worker loaded and validated the selected document.
 
     ``reloaded``: shown again (positions kept); ``from_disk``: read from the file on purpose (``r``).
     """
 
-    def __init__(self, report: DocumentReport, reloaded: bool = False, from_disk: bool = False) -> None:
-        super().__init__()
-        self.report = report
-        self.reloaded = reloaded
-        self.from_disk = from_disk
+    report: DocumentReport
+    reloaded: bool = False
+    from_disk: bool = False
 
 
+@dataclass(eq=False)
 class ChunksComputed(Message):
     """A worker computed the chunk spans to preview for one document."""
 
-    def __init__(self, path: Path, text: str, spans: list, what: str, keep_selection: bool = False) -> None:
-        super().__init__()
-        self.path = path
-        self.text = text
-        self.spans = spans
-        self.what = what
-        self.keep_selection = keep_selection
+    path: Path
+    text: str
+    spans: list
+    what: str
+    keep_selection: bool = False
 
 
+@dataclass(eq=False)
 class DocumentConverted(Message):
     """A worker wrote a converted CtxFST document (or failed to, with ``error``)."""
 
-    def __init__(self, source: Path, target: Path | None, chunks: int = 0, error: str | None = None) -> None:
-        super().__init__()
-        self.source = source
-        self.target = target
-        self.chunks = chunks
-        self.error = error
+    source: Path
+    target: Path | None
+    chunks: int = 0
+    error: str | None = None
 
 
+@dataclass(eq=False)
 class WorkspaceLoaded(Message):
     """The scan worker read the workspace's CtxFST documents into memory."""
 
-    def __init__(self, workspace: Workspace) -> None:
-        super().__init__()
-        self.workspace = workspace
+    workspace: Workspace
 
 
+@dataclass(eq=False)
 class WorkspaceAnalysed(Message):
     """A worker computed the entity table, merge suggestions, diagnosis and statuses."""
 
-    def __init__(self, analysis: WorkspaceAnalysis) -> None:
-        super().__init__()
-        self.analysis = analysis
+    analysis: WorkspaceAnalysis
 
 
+@dataclass(eq=False)
 class WorkspaceSaved(Message):
     """A worker wrote the unsaved documents (or failed to, with ``error``)."""
 
-    def __init__(self, written: list[Path], error: str | None = None) -> None:
-        super().__init__()
-        self.written = written
-        self.error = error
+    written: list[Path]
+    error: str | None = None
 
 
-class MergeRequested(Message):
-    """Merge ``merged`` into ``into`` (after the diff has been shown and confirmed)."""
+@dataclass(eq=False)
+class JobProgressed(Message):
+    """A model job's progress (a :class:`~ctxfst_tui.services.jobs.JobProgress`).
 
-    def __init__(self, into: str, merged: list[str], tier: str) -> None:
-        super().__init__()
-        self.into = into
-        self.merged = merged
-        self.tier = tier
-
-
-class EntityEditRequested(Message):
-    """Edit an entity: ``what`` is "entity" (id, name, type), "aliases" or "delete"."""
-
-    def __init__(self, entity: EntityInfo, what: str) -> None:
-        super().__init__()
-        self.entity = entity
-        self.what = what
-
-
-class DiagnosisChosen(Message):
-    """The user chose a diagnosis finding: open its document and show its place."""
-
-    def __init__(self, item: DiagnosisItem) -> None:
-        super().__init__()
-        self.item = item
-
-
-class FixRequested(Message):
-    """Apply the fix of a diagnosis finding."""
-
-    def __init__(self, item: DiagnosisItem) -> None:
-        super().__init__()
-        self.item = item
-
-
-class JobProgress(Message):
-    """A model job's progress: ``done`` units (chunks, or nodes of a summary tree) of ``total``;
-    ``phase`` starting / loading / running; ``eta`` seconds left when the job can tell, ``current``
-    what it works on as shown.
-
-    Posted at most ~10 times a second by the worker; a queued one is replaced by a newer one.
+    Posted at most a few times a second by the worker; a queued one is replaced by a newer one.
     """
 
-    def __init__(self, job: "Job", phase: str = "running", done: int = 0, total: int = 0, chunk_id: str = "",
-                 tokens_per_second: float = 0.0, model_calls: int = 0, cache_hits: int = 0, live_tokens: int = 0,
-                 unit: str = "chunk", eta: float | None = None, current: str = "") -> None:
-        super().__init__()
-        self.job = job
-        self.phase = phase
-        self.done = done
-        self.total = total
-        self.chunk_id = chunk_id
-        self.tokens_per_second = tokens_per_second
-        self.model_calls = model_calls
-        self.cache_hits = cache_hits
-        self.live_tokens = live_tokens
-        self.unit = unit
-        self.eta = eta
-        self.current = current
+    progress: JobProgress
+
+    @property
+    def job(self) -> Job:
+        return self.progress.job
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, JobProgress) and message.job is self.job
+        return isinstance(message, JobProgressed) and message.job is self.job
 
 
+@dataclass(eq=False)
 class JobFinished(Message):
-    """A model job ended: ``result`` (a ContextualizeReport or Proposals, maybe partial) and/or a
-    one-line ``error``; both None when the worker itself failed (the App's error handler reports it)."""
+    """A model job ended: ``result`` (a ContextualizeReport, Proposals or SummaryOutcome, maybe
+    partial) and/or a one-line ``error``; both None when the worker itself failed (the App's
+    error handler reports it)."""
 
-    def __init__(self, job: "Job", result: Any = None, error: str | None = None) -> None:
-        super().__init__()
-        self.job = job
-        self.result = result
-        self.error = error
+    job: Job
+    result: Any = None
+    error: str | None = None
 
 
+@dataclass(eq=False)
 class NovelOpened(Message):
     """A worker segmented a manuscript and read its summary store (``reloaded``: after ``r``),
     or could not (``error``, one line)."""
 
-    def __init__(self, path: Path, session: "NovelSession | None" = None, view: "NovelView | None" = None,
-                 error: str | None = None, reloaded: bool = False) -> None:
-        super().__init__()
-        self.path = path
-        self.session = session
-        self.view = view
-        self.error = error
-        self.reloaded = reloaded
+    path: Path
+    session: "NovelSession | None" = None
+    view: "NovelView | None" = None
+    error: str | None = None
+    reloaded: bool = False
 
 
+@dataclass(eq=False)
 class SummaryNodeChanged(Message):
     """A summary job started or finished one node (a copy of it). Never dropped or replaced."""
 
-    def __init__(self, job: "Job", view: "SummaryNodeView") -> None:
-        super().__init__()
-        self.job = job
-        self.view = view
+    job: Job
+    view: SummaryNodeView
 
 
-class SummarizeRequested(Message):
-    """Summarize the subtree of ``node_id`` (None: the whole book) of the novel shown;
-    ``label`` says which as the user sees it ("Chapter Two › Scene 1")."""
-
-    def __init__(self, node_id: str | None, label: str) -> None:
-        super().__init__()
-        self.node_id = node_id
-        self.label = label
-
-
+@dataclass(eq=False)
 class DiskChanged(Message):
     """The folder watcher saw documents added, changed or deleted on disk by another program."""
 
-    def __init__(self, changes: list[DiskChange]) -> None:
-        super().__init__()
-        self.changes = changes
+    changes: list[DiskChange]
+
+
+def job_message(event: JobEvent) -> Message:
+    """What a job body reports (a plain event, from the worker thread) as the Message the screen handles."""
+    if isinstance(event, NodeChanged):
+        return SummaryNodeChanged(event.job, event.view)
+    return JobProgressed(event)

@@ -6,6 +6,8 @@ count; chunks outside the CtxFST size guidelines are marked.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.actions import SkipAction
@@ -47,12 +49,11 @@ class ChunkMap(ScrollView, can_focus=True):
 
     selected: reactive[int] = reactive(0, layout=False)
 
+    @dataclass(eq=False)
     class ChunkHighlighted(Message):
         """The selected chunk changed (for the status line)."""
 
-        def __init__(self, span: ChunkSpan | None) -> None:
-            super().__init__()
-            self.span = span
+        span: ChunkSpan | None
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

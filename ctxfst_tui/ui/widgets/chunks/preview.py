@@ -12,6 +12,8 @@ Each document keeps its own budget (``use_document``).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.markup import escape as escape_markup
 from textual import events, on
 from textual.app import ComposeResult
@@ -53,13 +55,15 @@ class ChunkPreview(Vertical):
         Binding("minus", "change_size(-1)", "Size −", id="preview.size-down"),
     ]
 
+    @dataclass(eq=False)
     class RechunkRequested(Message):
-        """Chunk the open document again with this budget."""
+        """Chunk the open document again with this budget; ``document``: the key given to
+        ``use_document`` when it was asked."""
 
-        def __init__(self, unit: str, size: int, overlap: int, document: object = None) -> None:
-            super().__init__()
-            self.unit, self.size, self.overlap = unit, size, overlap
-            self.document = document  # the key given to ``use_document`` when it was asked
+        unit: str
+        size: int
+        overlap: int
+        document: object = None
 
     class ConvertRequested(Message):
         """Write the open document as CtxFST with the boundaries shown."""

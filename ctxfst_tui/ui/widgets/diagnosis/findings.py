@@ -1,14 +1,16 @@
 """The findings pane: one row per finding (severity, line:column, rule, message)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual import on
 from textual.binding import Binding
 from textual.events import Resize
+from textual.message import Message
 from textual.widgets import DataTable
 
 from ctxfst_tui.core.format.findings import Finding
-from ctxfst_tui.ui.messages import FindingSelected
 
 ICONS = {"error": "✗", "warning": "▲", "info": "ℹ"}
 MIN_MESSAGE_WIDTH = 16
@@ -25,6 +27,15 @@ class FindingsPane(DataTable[Text]):
 
     Messages wrap inside the pane (rows grow taller) rather than running off to the right.
     """
+
+    @dataclass(eq=False)
+    class FindingSelected(Message):
+        """The user chose a finding: show its place in the source (1-based; line 0 = whole file).
+        ``focus`` False: only previewing (the cursor moving over the list)."""
+
+        line: int
+        column: int
+        focus: bool = True
 
     BINDINGS = [
         Binding("enter", "select_cursor", "Show in source", id="findings.show-in-source"),
@@ -115,11 +126,11 @@ class FindingsPane(DataTable[Text]):
         event.stop()
         finding = self._finding_at(event.row_key.value)
         if finding is not None:
-            self.post_message(FindingSelected(finding.line, finding.column))
+            self.post_message(self.FindingSelected(finding.line, finding.column))
 
     @on(DataTable.RowHighlighted)
     def _previewed(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         finding = self._finding_at(event.row_key.value)
         if finding is not None and self.has_focus:
-            self.post_message(FindingSelected(finding.line, finding.column, focus=False))
+            self.post_message(self.FindingSelected(finding.line, finding.column, focus=False))

@@ -9,6 +9,7 @@ posts ``DiagnosisChosen`` (the screen opens the document and shows the place); `
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Text
@@ -17,11 +18,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from ctxfst_tui.services.analysis import SEVERITY_RANK, DiagnosisItem
-from ctxfst_tui.ui.messages import DiagnosisChosen, FixRequested
 
 ICONS = {"error": "✗", "warning": "▲", "info": "ℹ"}
 # A fixed order (broken structure and links first), so categories do not move about as edits fix things.
@@ -181,6 +182,18 @@ class DiagnosisTree(Tree[Data]):
 class DiagnosisPane(Vertical):
     """The findings tree and, below it, the highlighted finding's suggestion and fix."""
 
+    @dataclass(eq=False)
+    class DiagnosisChosen(Message):
+        """The user chose a diagnosis finding: open its document and show its place."""
+
+        item: DiagnosisItem
+
+    @dataclass(eq=False)
+    class FixRequested(Message):
+        """Apply the fix of a diagnosis finding."""
+
+        item: DiagnosisItem
+
     BINDINGS = [
         Binding("n", "step(1)", "Next finding", id="diagnosis.next"),
         Binding("p", "step(-1)", "Prev finding", id="diagnosis.previous"),
@@ -242,7 +255,7 @@ class DiagnosisPane(Vertical):
     def _selected(self, event: Tree.NodeSelected) -> None:
         event.stop()
         if isinstance(event.node.data, DiagnosisItem):
-            self.post_message(DiagnosisChosen(event.node.data))
+            self.post_message(self.DiagnosisChosen(event.node.data))
 
     def action_step(self, direction: int) -> None:
         item = self.tree.step(direction)
@@ -259,4 +272,4 @@ class DiagnosisPane(Vertical):
         if not item.fixable:
             self.notify(f"No automatic fix for {item.rule}. {item.suggestion}", severity="warning", timeout=5)
             return
-        self.post_message(FixRequested(item))
+        self.post_message(self.FixRequested(item))

@@ -15,6 +15,7 @@ the view posts :class:`SourceView.CursorMoved` when the cursor changes line.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from bisect import bisect_right
 from typing import Iterable
 
@@ -155,13 +156,12 @@ class SourceView(ScrollView, can_focus=True):
         Binding("ctrl+y", "app.redo", "Redo", show=False, id="source.redo"),
     ]
 
+    @dataclass(eq=False)
     class CursorMoved(Message):
         """The cursor went to another line (or another text was shown). ``line`` is 1-based."""
 
-        def __init__(self, source_view: SourceView, line: int) -> None:
-            super().__init__()
-            self.source_view = source_view
-            self.line = line
+        source_view: SourceView
+        line: int
 
         @property
         def control(self) -> SourceView:

@@ -1,16 +1,17 @@
 """The document tree: the workspace's documents under their folders, each marked with its status."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from ctxfst_tui.ui.messages import DocumentSelected
 from ctxfst_tui.services.report import ERRORS, VALID, WARNINGS, DocumentStatus
 
 NULL_STYLE = Style()
@@ -19,6 +20,12 @@ GLYPHS = {VALID: "✓", WARNINGS: "▲", ERRORS: "✗", None: "·"}
 
 class DocumentTree(Tree[Path | None]):
     """Folders are branches, documents are leaves whose data is their Path."""
+
+    @dataclass(eq=False)
+    class DocumentSelected(Message):
+        """The user chose a document in the tree (Enter or click)."""
+
+        path: Path
 
     BINDINGS = [
         Binding("enter", "select_cursor", "Open", id="tree.open"),
@@ -187,4 +194,4 @@ class DocumentTree(Tree[Path | None]):
     def _document_chosen(self, event: Tree.NodeSelected[Path | None]) -> None:
         if isinstance(event.node.data, Path):
             event.stop()
-            self.post_message(DocumentSelected(event.node.data))
+            self.post_message(self.DocumentSelected(event.node.data))

@@ -1,11 +1,13 @@
 """The entity panel: every entity of the workspace, and the merges the alias clustering suggests.
 
 The table and the suggestion list only render what the screen hands them and post intents
-(``EntityEditRequested``, ``MergeRequested``); the screen shows the diff, asks, and runs the
+(``EntityTable.EntityEditRequested``, ``ClusterList.MergeRequested``); the screen shows the diff, asks, and runs the
 operation. Which member of a suggestion is the canonical one is view state kept here until
 the user merges (``c`` cycles through the members).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from rich.cells import cell_len, set_cell_size
 from rich.text import Text
@@ -14,12 +16,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import DataTable, OptionList
 from textual.widgets.option_list import Option
 
 from ctxfst_tui.core.entities.aliases import Cluster
 from ctxfst_tui.services.analysis import EntityInfo
-from ctxfst_tui.ui.messages import EntityEditRequested, MergeRequested
 
 TIER_STYLE = {"sure": "$text-success", "review": "$text-warning"}
 
@@ -47,6 +49,13 @@ def fit_names(names: list[str], width: int) -> str:
 
 class EntityTable(DataTable[Text]):
     """One row per entity id: id, name, type, aliases, chunk links, documents."""
+
+    @dataclass(eq=False)
+    class EntityEditRequested(Message):
+        """Edit an entity: ``what`` is "entity" (id, name, type), "aliases" or "delete"."""
+
+        entity: EntityInfo
+        what: str
 
     BINDINGS = [
         Binding("e", "edit('entity')", "Edit", id="entities.edit", tooltip="Rename the id, rename or retype the entity"),
@@ -147,11 +156,19 @@ class EntityTable(DataTable[Text]):
         if entity is None:
             self.notify("No entity selected.", severity="warning", timeout=2)
             return
-        self.post_message(EntityEditRequested(entity, what))
+        self.post_message(self.EntityEditRequested(entity, what))
 
 
 class ClusterList(OptionList):
     """The suggested merges: tier, the canonical entity and the ones merged into it, and why."""
+
+    @dataclass(eq=False)
+    class MergeRequested(Message):
+        """Merge ``merged`` into ``into`` (the screen shows the diff and asks first)."""
+
+        into: str
+        merged: list[str]
+        tier: str
 
     BINDINGS = [
         Binding("m", "merge", "Merge", id="clusters.merge", tooltip="Show the diff of the merge, then merge"),
@@ -245,7 +262,7 @@ class ClusterList(OptionList):
             self.notify("No merge suggestion selected.", severity="warning", timeout=2)
             return
         into = self.canonical(c)
-        self.post_message(MergeRequested(into, [m for m in c.members if m != into], c.tier))
+        self.post_message(self.MergeRequested(into, [m for m in c.members if m != into], c.tier))
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:

@@ -20,8 +20,7 @@ from textual.content import Content
 from textual.timer import Timer
 from textual.widgets import ProgressBar, Static
 
-from ctxfst_tui.services.jobs import Job, format_duration
-from ctxfst_tui.ui.messages import JobProgress
+from ctxfst_tui.services.jobs import Job, JobProgress, format_duration
 
 PAINT_EVERY = 0.25  # s between two repaints of the label for progress alone
 
@@ -76,13 +75,13 @@ class JobStatus(Horizontal, can_focus=False):
             self._timer.resume()
         self._render_line(now=True)
 
-    def show_progress(self, message: JobProgress) -> None:
-        if message.job is not self.job:
+    def show_progress(self, progress: JobProgress) -> None:
+        if progress.job is not self.job:
             return
-        self.progress = message
-        if message.total and self._bar != (message.total, message.done):
-            self._bar = (message.total, message.done)
-            self.query_one(ProgressBar).update(total=message.total, progress=message.done)
+        self.progress = progress
+        if progress.total and self._bar != (progress.total, progress.done):
+            self._bar = (progress.total, progress.done)
+            self.query_one(ProgressBar).update(total=progress.total, progress=progress.done)
             self.add_class("-determinate")
         self._render_line()
 

@@ -7,7 +7,7 @@ Marks (the core's, as in ``summarize --outline``): ``✓`` done, ``·`` pending,
 
 The pane only renders what the screen hands it (:class:`~..jobs.NovelView` and
 :class:`~..jobs.SummaryNodeView` copies, job progress) and posts intents: ``s`` summarizes the
-highlighted node's subtree, ``b`` the whole book (:class:`~..messages.SummarizeRequested`).
+highlighted node's subtree, ``b`` the whole book (:class:`SummaryPane.SummarizeRequested`).
 Its layout follows its own width: tree | summary | source when wide, the summary over the
 source beside the tree in between, everything stacked when narrow (80 columns).
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Text
@@ -24,12 +25,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.events import Resize
+from textual.message import Message
 from textual.widgets import Static, TextArea, Tree
 from textual.widgets.tree import TreeNode
 
 from ctxfst_tui.core.summary.tree import STATUS_MARKS, STATUSES
-from ctxfst_tui.services.jobs import Job, NovelView, SummaryNodeView, format_duration
-from ctxfst_tui.ui.messages import JobProgress, SummarizeRequested
+from ctxfst_tui.services.jobs import Job, JobProgress, NovelView, SummaryNodeView, format_duration
 from ctxfst_tui.ui.widgets.jobs.status import phase_parts, position
 
 NULL_STYLE = Style()
@@ -192,6 +193,14 @@ class SummaryTree(Tree[str]):
 class SummaryPane(Vertical):
     """A status line; the tree; the highlighted node's summary and source."""
 
+    @dataclass(eq=False)
+    class SummarizeRequested(Message):
+        """Summarize the subtree of ``node_id`` (None: the whole book) of the novel shown;
+        ``label`` says which as the user sees it ("Chapter Two › Scene 1")."""
+
+        node_id: str | None
+        label: str
+
     BINDINGS = [
         Binding("s", "summarize_node", "Summarize node", id="summary.summarize-node",
                 tooltip="Summarize the highlighted node and everything under it (model job; escape cancels)"),
@@ -296,10 +305,10 @@ class SummaryPane(Vertical):
         self.job, self.progress, self.cancelling = job, None, False
         self._render_status()
 
-    def show_progress(self, message: JobProgress) -> None:
-        if message.job is not self.job:
+    def show_progress(self, progress: JobProgress) -> None:
+        if progress.job is not self.job:
             return
-        self.progress = message
+        self.progress = progress
         self._render_status()
 
     def show_cancelling(self) -> None:
@@ -445,13 +454,13 @@ class SummaryPane(Vertical):
             self.notify("Select a novel (.txt or .md manuscript) first.", severity="warning", timeout=3)
             return
         if node is None:
-            self.post_message(SummarizeRequested(None, "the book"))
+            self.post_message(self.SummarizeRequested(None, "the book"))
             return
         if node.front_matter:
             self.notify("Front matter is never summarized: pick a chapter or a scene.", severity="warning", timeout=3)
             return
         label = "the book" if node.kind == "book" else self.tree.breadcrumb(node.id)
-        self.post_message(SummarizeRequested(None if node.kind == "book" else node.id, label))
+        self.post_message(self.SummarizeRequested(None if node.kind == "book" else node.id, label))
 
     def action_summarize_node(self) -> None:
         node = self.current
