@@ -1,6 +1,7 @@
 """Shared fixtures: the conformance folder beside the checkout and a set of hostile files."""
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,58 @@ def _private_config(tmp_path_factory, monkeypatch):
     base = tmp_path_factory.mktemp("user-dirs")
     monkeypatch.setenv("CTXFST_TUI_CONFIG_DIR", str(base / "config"))
     monkeypatch.setenv("CTXFST_TUI_STATE_DIR", str(base / "state"))
+
+
+# ---------------------------------------------------------------- markers and xdist groups
+# Markers by file name (not folder, so the table survives moving files into tests/core|services|ui/):
+# `make test-fast` deselects ui, slow and model. A test file not listed here is a plain fast test.
+UI_FILES = {
+    "test_app.py", "test_app_config.py", "test_app_watch.py", "test_chunk_controls.py", "test_cross_pane.py",
+    "test_diagnosis_pane.py", "test_dialogs_help.py", "test_entity_panel.py", "test_help_screen.py",
+    "test_layout.py", "test_line_breaks_ui.py", "test_model_jobs.py", "test_palette.py", "test_preview.py",
+    "test_recovery.py", "test_snapshots.py", "test_source_view.py", "test_status_bar.py", "test_styles.py",
+    "test_summary_pane.py", "test_themes.py", "test_serve.py", "test_crash_guard.py",
+}
+# Real processes, terminals, servers, wheel builds: seconds each.
+SLOW_FILES = {"test_serve.py", "test_crash_guard.py", "test_packaging.py", "test_probe.py", "test_chunker_properties.py"}
+# The real bundled model (llama.cpp in process or behind llama_cpp.server) or the real embedder.
+MODEL_FILES = {"test_llama_real.py", "test_openai_backend.py"}
+# Module-scoped fixtures that load a model, start a server or build a wheel: their tests share one
+# xdist worker (--dist loadgroup), so each is built once per run, not once per worker.
+SHARED_FIXTURES = {"llama", "llm", "real_backend", "server", "embedder", "wheel", "served"}
+MODEL_FIXTURES = {"llama", "llm", "real_backend", "server", "embedder"}
+
+
+def _source(item: pytest.Item) -> str:
+    try:
+        return inspect.getsource(item.function)
+    except (AttributeError, OSError, TypeError):
+        return ""
+
+
+def _is_pilot_test(item: pytest.Item) -> bool:
+    """A coroutine test that drives the App with Pilot (a few core files hold one or two)."""
+    return inspect.iscoroutinefunction(getattr(item, "function", None)) and "run_test" in _source(item)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        name = item.path.name
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if name in UI_FILES or _is_pilot_test(item):
+            item.add_marker(pytest.mark.ui)
+        if name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+        if name in MODEL_FILES or fixtures & MODEL_FIXTURES or _uses_the_real_model(item):
+            item.add_marker(pytest.mark.model)
+        shared = sorted(fixtures & SHARED_FIXTURES)
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(f"{item.path.stem}-{shared[0]}"))
+
+
+def _uses_the_real_model(item: pytest.Item) -> bool:
+    """Tests that build the real backend themselves (no shared fixture): they go through
+    ``real_model.trusted``, the guard every real-model test uses."""
+    source = _source(item)
+    return "trusted(" in source or "ensure_trusted(" in source
