@@ -217,3 +217,54 @@ def test_an_index_refuses_another_embedder_and_vector_mode_without_vectors(tmp_p
     with pytest.raises(QueryError, match="has no vectors"):
         Searcher(plain).search("ownership", mode="vector")
     assert Searcher(plain).search("ownership borrowing", mode="auto").results[0].chunk_id == "lang:rust"
+
+
+class _Scripted:
+    """A model double that answers each prompt with the next scripted text (never a real call)."""
+
+    def __init__(self, *answers: str):
+        self.answers = list(answers)
+        self.prompts: list[str] = []
+
+    def complete(self, prompt, **kwargs):
+        from ctxfst_tui.core.llm.base import Completion
+
+        self.prompts.append(prompt)
+        return Completion(text=self.answers.pop(0))
+
+
+def test_translation_goes_toward_the_script_the_corpus_is_matched_in():
+    from ctxfst_tui.core.retrieval.translate import cjk_share, target_language, translate
+
+    assert target_language("我對資料庫懂哪些？", cjk_share(["Notes about PostgreSQL and Go."])) == "English"
+    assert target_language("What about Go?", cjk_share(["我的筆記都是中文寫的，很長。"])) == "Chinese"
+    assert target_language("What about Go?", cjk_share(["Notes about Go."])) is None
+    model = _Scripted(" What do I know about databases?\n", "我對資料庫懂哪些？", "")
+    assert translate("我對資料庫懂哪些？", "English", model) == "What do I know about databases?"
+    assert model.prompts[0].endswith("Chinese: 我對資料庫懂哪些？\nEnglish:")
+    assert translate("我對資料庫懂哪些？", "English", model) is None  # echoed the question: not a translation
+    assert translate("我對資料庫懂哪些？", "English", model) is None  # said nothing
+
+
+def test_a_translated_query_is_searched_with_the_original(tmp_path, embedder):
+    doc = tmp_path / "langs.ctxfst.md"
+    doc.write_text(NOTE_DOC)
+    uri = str(tmp_path / "idx")
+    build_index(load_corpus(doc), uri, embedder)
+    s = Searcher(uri, embedder_factory=lambda name: embedder)
+    assert s.translation_target("所有權和借用是什麼？") == "English"
+    answer = s.search("所有權和借用是什麼？", mode="bm25", k=3, translated="What are ownership and borrowing?")
+    assert answer.results[0].chunk_id == "lang:rust" and "ownership" in answer.results[0].terms
+    assert answer.to_json()["translated"] == "What are ownership and borrowing?"
+
+
+@needs_shared
+def test_the_bundled_model_translates_a_benchmark_question():
+    from real_model import trusted
+    from ctxfst_tui.core.llm import make_backend
+    from ctxfst_tui.core.llm.bundled import bundled_model_path
+    from ctxfst_tui.core.retrieval.translate import translate
+
+    trusted(bundled_model_path())
+    got = translate("我在哪裡寫過 Docker 和 Kubernetes 的關係？", "English", make_backend())
+    assert got and "Docker" in got and "Kubernetes" in got

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ctxfst_tui.core.retrieval.analyzer import analyze, has_cjk, query_terms
+from ctxfst_tui.core.retrieval.translate import cjk_share, target_language
 from ctxfst_tui.core.retrieval.index import CHUNKS, EDGES, ENTITIES, IndexError_, lancedb, read_meta, table_names
 
 MODES = ("bm25", "vector", "entity", "hybrid", "auto")
@@ -25,9 +26,11 @@ WEIGHTS = {
     "vector": {"vector": 1.0},
     "entity": {"entity": 1.0},
     "hybrid": {"bm25": 0.5, "vector": 0.5},
-    "auto": {"bm25": 0.3, "vector": 0.3, "entity": 0.4},
+    "auto": {"bm25": 0.2, "vector": 0.2, "entity": 0.6},
 }
 HOP_DISCOUNT = 0.5  # a neighbour entity counts this much of the seed that reached it, times the edge score
+ENTITY_SEEDS = 4  # entities whose profile is nearest the query (besides those it names)
+SEED_FLOOR = 0.3  # cosine below which a profile is not taken as meant by the query
 CANDIDATES = 50  # per signal, before fusion
 
 
@@ -124,6 +127,10 @@ class Searcher:
             (eid, n, *_name_pattern(n))
             for eid, e in self.entities.items() for n in [e["name"], *e["aliases"]] if isinstance(n, str) and n.strip()
         ]
+        # the script the corpus is matched in: its text, or its entity names when those are in
+        # another script (career notes in Chinese naming English entities match in English)
+        self.cjk_share = min(cjk_share(r["content"] or "" for r in self.rows.values()),
+                             cjk_share(e["name"] or "" for e in self.entities.values()) if self.entities else 1.0)
         self._embedder_factory = embedder_factory
         self._embedder: Any = None
 
@@ -143,6 +150,10 @@ class Searcher:
                                  f"query with the same embedder or re-index")
             self._embedder = emb
         return self._embedder
+
+    def translation_target(self, query: str) -> str | None:
+        """The language to translate ``query`` into before searching, or None (same script)."""
+        return target_language(query, self.cjk_share)
 
     def bm25(self, text: str, limit: int = CANDIDATES) -> dict[str, float]:
         q = analyze(text).strip()
@@ -171,12 +182,28 @@ class Searcher:
                 best[eid] = EntityHit(eid, self.entities[eid]["name"], name)
         return list(best.values())
 
+    def nearest_entities(self, text: str) -> list[EntityHit]:
+        """Entities whose profile embedding is nearest the query: what it means without naming it."""
+        if not self.has_vectors or ENTITIES not in table_names(self.db):
+            return []
+        vec = np.asarray(self.embedder().embed_query(text), dtype=np.float32)
+        got = (self.db.open_table(ENTITIES).search(vec, vector_column_name="vector").distance_type("cosine")
+               .select(["id"]).limit(ENTITY_SEEDS).to_list())
+        out = []
+        for r in got:
+            sim = 1.0 - float(r["_distance"])
+            if sim >= SEED_FLOOR and r["id"] in self.entities:
+                out.append(EntityHit(r["id"], self.entities[r["id"]]["name"], "", "profile", sim))
+        return out
+
     def entity(self, text: str) -> tuple[dict[str, float], dict[str, list[EntityHit]]]:
         seeds = self.match_entities(text)
+        named = {h.id for h in seeds}
+        seeds += [h for h in self.nearest_entities(text) if h.id not in named]
         weights: dict[str, EntityHit] = {h.id: h for h in seeds}
         for h in seeds:
             for other, rel, sc in self.neighbours.get(h.id, []):
-                w = HOP_DISCOUNT * float(sc)
+                w = HOP_DISCOUNT * h.weight * float(sc)
                 if other in self.entities and (other not in weights or weights[other].weight < w):
                     if other in {s.id for s in seeds}:
                         continue
