@@ -41,8 +41,8 @@ from ctxfst_tui.core.llm import make_backend  # noqa: E402
 from ctxfst_tui.core.summary.prompts import check_answer, clean_answer, scene_prompt  # noqa: E402
 from ctxfst_tui.core.summary.segment import load_manuscript  # noqa: E402
 from ctxfst_tui.core.summary.summarizer import TOKEN_MARGIN, Summarizer, SummarySettings, resolve_style  # noqa: E402
-from ctxfst_tui.core.summary.text import (count_words, lower_vocabulary, mentions, name_faithfulness,  # noqa: E402
-                                          top_names)
+from ctxfst_tui.core.summary.text import lower_vocabulary, mentions, name_faithfulness, top_names  # noqa: E402
+from ctxfst_tui.core.text.words import count_words  # noqa: E402
 from ctxfst_tui.core.summary.tree import Manuscript, Node  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "novels"

@@ -11,7 +11,8 @@ import pytest
 from conftest import SAMPLE_DOCS, SHARED
 from ctxfst_tui.core.summary.segment import (SegmentSettings, load_manuscript, read_manuscript_text, segment,
                                              uncovered_text)
-from ctxfst_tui.core.summary.text import open_quote_after, sentence_spans
+from ctxfst_tui.core.summary.text import open_quote_after
+from ctxfst_tui.core.text.sentences import sentence_spans
 from ctxfst_tui.core.summary.tree import outline_text
 
 NOVELS = SHARED / "corpus" / "novels"

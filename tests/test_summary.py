@@ -19,7 +19,7 @@ from ctxfst_tui.core.summary.segment import SegmentSettings, segment
 from ctxfst_tui.core.summary.session import NovelSession
 from ctxfst_tui.core.summary.store import load_store
 from ctxfst_tui.core.summary.summarizer import Summarizer, SummarySettings
-from ctxfst_tui.core.summary.text import count_words
+from ctxfst_tui.core.text.words import count_words
 from ctxfst_tui.core.summary.tree import markdown_outline
 from fakes import StoryBackend
 

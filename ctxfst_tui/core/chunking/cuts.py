@@ -108,6 +108,7 @@ def _item_starts(text: str) -> list[int]:
 
 
 def cut_points(text: str, level: str) -> list[int]:
+    """Where ``text`` may be cut at one level ("line", "sentence" or "item"; 0 excluded)."""
     if level == "line":
         return line_starts(text)
     if level == "sentence":
@@ -117,6 +118,8 @@ def cut_points(text: str, level: str) -> list[int]:
     return []
 
 
+# The levels a block of each kind is split at, in order: a unit still over the budget after one
+# level is split at the next.
 SPLIT_LEVELS = {
     "paragraph": ("sentence", "line"),
     "text": ("sentence", "line"),

@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ctxfst_tui.core.summary.text import (count_words, last_sentences, one_line, overlap, quoted_share, split_sentences, top_names,
-                   ungrounded_names)
+from ctxfst_tui.core.summary.text import last_sentences, overlap, quoted_share, top_names, ungrounded_names
+from ctxfst_tui.core.text.sentences import split_sentences
+from ctxfst_tui.core.text.words import count_words, one_line
 
 PROMPT_VERSION = 2
 

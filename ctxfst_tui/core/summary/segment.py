@@ -31,7 +31,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxfst_tui.core.summary.text import count_words, open_quote_after, quote_balance, sentence_spans, sha, trimmed_spans
+from ctxfst_tui.core.summary.text import open_quote_after, quote_balance, sha
+from ctxfst_tui.core.text.sentences import sentence_spans, trimmed_spans
+from ctxfst_tui.core.text.words import count_words
 from ctxfst_tui.core.summary.tree import Manuscript, Node
 
 # ---------------------------------------------------------------- settings

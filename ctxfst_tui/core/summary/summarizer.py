@@ -35,8 +35,10 @@ from typing import Any, Callable
 from ctxfst_tui.core.llm.base import Cancelled, ContextOverflow, ModelError
 from ctxfst_tui.core.summary.prompts import (PROMPT_VERSION, MergeItem, Prompt, Verdict, check_answer, context_before, joined_summaries,
                       merge_prompt, scene_prompt, subject_of)
-from ctxfst_tui.core.summary.text import count_words, first_sentences, last_sentences, lower_vocabulary, one_line, sentence_spans, sha
+from ctxfst_tui.core.summary.text import first_sentences, last_sentences, lower_vocabulary, sha
 from ctxfst_tui.core.summary.tree import Manuscript, Node
+from ctxfst_tui.core.text.sentences import sentence_spans
+from ctxfst_tui.core.text.words import count_words, one_line
 
 TOKEN_MARGIN = 48  # tokens kept free beyond the prompt and the output (chat templates, BOS)
 

@@ -1,9 +1,9 @@
-"""Text helpers shared by segmentation, summarization and the benchmark.
+"""Text measures of the summarizer, its segmentation and the benchmark.
 
-* words: whitespace-separated tokens holding at least one letter or digit (``* * *`` and a
-  lone dash are not words); every count in the summary tree uses :func:`count_words`.
-* sentences: split after ``.``/``!``/``?`` (and any closing quotes) before a capital or an
-  opening quote, never after a common abbreviation (``Mr.``, ``Sra.``...).
+Words, sentences and stop words come from :mod:`ctxfst_tui.core.text` (every count in the
+summary tree is :func:`~ctxfst_tui.core.text.words.count_words`). Here:
+
+* sentence windows: the first / last sentences of a text, clipped to a number of words;
 * quotes: :func:`open_quote_after` tells whether a paragraph leaves a quotation open
   (multi-paragraph speeches), so a scene boundary can avoid cutting a line of dialogue.
 * names: capitalised tokens that are not ordinary words of the source (their lower-case
@@ -18,52 +18,12 @@ import re
 from collections import Counter
 from typing import Any, Iterable
 
-WORD = re.compile(r"\S*\w\S*", re.UNICODE)
-_ABBREVIATIONS = {
-    "mr", "mrs", "ms", "dr", "st", "mme", "mlle", "messrs", "prof", "rev", "hon", "capt", "col", "gen", "lt", "sgt",
-    "jr", "sr", "sra", "srta", "dra", "vol", "no", "nos", "p", "pp", "cf", "etc", "e.g", "i.e", "vs", "viz", "co",
-    "ch", "chap", "cap", "fig", "esq", "ave", "mt", "ft",
-}
-_SENT_END = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s+[\"'“‘«(\[—–-]?[A-ZÀ-ÖØ-Þ0-9])")
+from ctxfst_tui.core.text.sentences import split_sentences
+from ctxfst_tui.core.text.stopwords import HONORIFICS, NAME_STOPWORDS
+from ctxfst_tui.core.text.words import WORD, count_words
+
 _NAME_TOKEN = re.compile(r"(?<![\w'’])[A-ZÀ-ÖØ-Þ][\w'’-]*\w|(?<![\w'’])[A-ZÀ-ÖØ-Þ](?![\w'’])", re.UNICODE)
 _LOWER_WORD = re.compile(r"(?<![\w'’-])[a-zà-öø-ÿ][\w'’-]*", re.UNICODE)
-
-# capitalised words that are never names (sentence starters, pronouns, titles, labels)
-NAME_STOPWORDS = frozenset(
-    """
-    a an the and but or nor for so yet if then than when while whilst where whence wherever whenever after before
-    as at by from in into of off on onto out over to up upon with within without about above across against
-    along among around because beside besides between beyond during except inside near since through throughout
-    till under until unto via though although however therefore thus hence meanwhile moreover nevertheless
-    still also even only just soon later later, finally first second third next last once twice now here there
-    this that these those it its he him his she her hers they them their theirs we us our ours you your yours
-    i me my mine myself yourself himself herself itself ourselves themselves who whom whose which what why how
-    all any both each every either neither no none not some such many much more most few other another one two
-    three four five six seven eight nine ten is are was were be been being am has have had do does did will
-    would shall should may might must can could yes oh ah alas well indeed perhaps nothing everything someone
-    something anyone anything everyone everybody nobody somebody
-    mr mrs ms miss sir madam madame lady lord dr doctor master mistress captain colonel general lieutenant
-    sergeant major king queen prince princess duke duchess count countess baron baronet father mother sister
-    brother uncle aunt monsieur mademoiselle señor señora dom dona senhor senhora sr sra srta
-    chapter letter scene part book volume summary story novel narrator prologue epilogue
-    o a os as um uma uns umas e mas ou se quando enquanto onde como porque que quem qual de do da dos das em no
-    na nos nas por pelo pela para com sem sobre entre ele ela eles elas eu tu nós vós você vocês seu sua seus
-    suas meu minha este esta esse essa isso isto aquele aquela depois antes então também ainda já não sim
-    capítulo cena parte livro carta resumo
-    english french german italian spanish portuguese swiss european american christian catholic protestant
-    january february march april may june july august september october november december monday tuesday
-    wednesday thursday friday saturday sunday god heaven
-    """.split()
-)
-HONORIFICS = frozenset("mr mrs ms miss sir madam madame lady lord dr captain colonel general king queen".split())
-
-
-def count_words(text: str) -> int:
-    return len(WORD.findall(text))
-
-
-def words(text: str) -> list[str]:
-    return WORD.findall(text)
 
 
 def sha(obj: Any) -> str:
@@ -72,47 +32,7 @@ def sha(obj: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
 
 
-def one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 # ---------------------------------------------------------------- sentences
-
-
-def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """(start, end) offsets of the sentences of ``text[start:end]`` (whitespace trimmed)."""
-    end = len(text) if end is None else end
-    spans: list[tuple[int, int]] = []
-    pos = start
-    for m in _SENT_END.finditer(text, start, end):
-        cut = m.end()
-        # the word before the dot: an abbreviation or a single initial does not end a sentence
-        before = text[max(start, m.start() - 12):m.start()]
-        last = re.findall(r"[\w.]+$", before)
-        token = last[0].lower().rstrip(".") if last else ""
-        if text[m.start()] == "." and m.group(0) == "." and (token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha())):
-            continue
-        spans.append((pos, cut))
-        pos = cut
-    spans.append((pos, end))
-    return trimmed_spans(text, spans)
-
-
-def trimmed_spans(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The spans with surrounding whitespace removed; spans left empty are dropped."""
-    out = []
-    for a, b in spans:
-        while a < b and text[a].isspace():
-            a += 1
-        while b > a and text[b - 1].isspace():
-            b -= 1
-        if a < b:
-            out.append((a, b))
-    return out
-
-
-def split_sentences(text: str) -> list[str]:
-    return [one_line(text[a:b]) for a, b in sentence_spans(text)]
 
 
 def first_sentences(text: str, n: int, max_words: int = 60) -> str:

@@ -1,0 +1,65 @@
+"""Words: the token shapes this project counts, matches and compares, each named once.
+
+They differ on purpose — a word count wants ``state-of-the-art`` as one word, a similarity
+wants its letter runs, the reference scripts want their exact ASCII pattern — so each shape
+has one name and one definition here, and every module that splits text imports it.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ctxfst_tui.core.text.stems import stem
+from ctxfst_tui.core.text.stopwords import ENGLISH_STOPWORDS, REFERENCE_STOPWORDS
+
+# A run of non-space holding a letter or digit (``* * *`` and a lone dash are not words).
+WORD = re.compile(r"\S*\w\S*", re.UNICODE)
+# Letters and digits only (``graph-aware_retrieval`` -> graph, aware, retrieval).
+TERM_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# The reference scripts' token: an ASCII letter then 1+ word-ish characters, bounded by
+# (Unicode) word boundaries; profiles/graph conformance depends on it exactly.
+REFERENCE_TOKEN = re.compile(r"\b[a-zA-Z][a-zA-Z0-9_-]{1,}\b")
+# The reference diagnosis's proxy for a "meaningful word".
+REFERENCE_MEANINGFUL_WORD = re.compile(r"\b[a-zA-Z]{3,}\b")
+# A word of a model's note: keeps versions, paths and ``C++``/``C#`` whole.
+NOTE_WORD = re.compile(r"[\w][\w'.+#/-]*", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    return WORD.findall(text)
+
+
+def count_words(text: str) -> int:
+    return len(WORD.findall(text))
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of white space (line breaks too) turned into one space."""
+    return " ".join(text.split())
+
+
+def reference_terms(text: str) -> list[str]:
+    """Lower-case reference tokens without the reference's stop words (profiles and graph)."""
+    return [token for token in REFERENCE_TOKEN.findall(text.lower()) if token not in REFERENCE_STOPWORDS]
+
+
+def stemmed_terms(text: str) -> tuple[Counter, dict[str, Counter]]:
+    """Stemmed term counts of ``text`` and the surface forms of each stem.
+
+    Terms are casefolded letter/digit runs; one-character tokens, numbers and
+    :data:`~ctxfst_tui.core.text.stopwords.ENGLISH_STOPWORDS` are dropped.
+    """
+    counts: Counter = Counter()
+    surface: dict[str, Counter] = {}
+    for tok in TERM_TOKEN.findall(text.casefold()):
+        if len(tok) < 2 or tok.isdigit() or tok in ENGLISH_STOPWORDS:
+            continue
+        s = stem(tok)
+        counts[s] += 1
+        surface.setdefault(s, Counter())[tok] += 1
+    return counts, surface
+
+
+def note_words(text: str) -> list[str]:
+    """The casefolded :data:`NOTE_WORD` words of ``text``, outer dots and apostrophes stripped."""
+    return [w.casefold().strip(".'") for w in NOTE_WORD.findall(text)]
