@@ -268,3 +268,39 @@ def test_the_bundled_model_translates_a_benchmark_question():
     trusted(bundled_model_path())
     got = translate("我在哪裡寫過 Docker 和 Kubernetes 的關係？", "English", make_backend())
     assert got and "Docker" in got and "Kubernetes" in got
+
+
+def test_metrics_of_a_scripted_ranking_are_exact(tmp_path):
+    from ctxfst_tui.core.retrieval.evaluate import load_queries, score_method
+
+    doc = tmp_path / "langs.ctxfst.md"
+    doc.write_text(NOTE_DOC)
+    uri = str(tmp_path / "idx")
+    build_index(load_corpus(doc), uri, None)
+    s = Searcher(uri)
+    qfile = tmp_path / "queries.yaml"
+    qfile.write_text("queries:\n"
+                     "  - id: db\n    query: where is the data\n    expected_entities: [entity:database]\n"
+                     "  - id: rust\n    query: ownership\n    expected_chunks: [lang:rust]\n")
+    queries = load_queries(qfile)
+    keys = {r["chunk_id"]: k for k, r in s.rows.items()}
+    scripted = {"db": [keys["lang:js"], keys["lang:db"], keys["lang:rust"]], "rust": [keys["lang:js"], keys["lang:db"]]}
+    m = score_method("scripted", lambda q: scripted[q.id], s, queries, k=3)
+    assert (m.hits, m.recovered) == (1, 1)
+    assert [q.first_rank for q in m.per_query] == [2, None]
+    assert m.mrr == pytest.approx(0.25) and m.recall == pytest.approx(0.5)
+    import math
+
+    assert m.ndcg == pytest.approx((1 / math.log2(3)) / 2)
+
+
+def test_a_bad_queries_file_names_the_line(tmp_path):
+    from ctxfst_tui.core.retrieval.evaluate import QueriesError, load_queries
+
+    q = tmp_path / "queries.yaml"
+    q.write_text("queries:\n  - id: a\n    query: x\n    expected_entities: [e]\n  - id: b\n    query: y\n")
+    with pytest.raises(QueriesError, match=r"queries\.yaml:5: query 'b' needs expected_entities"):
+        load_queries(q)
+    q.write_text("queries: [\n")
+    with pytest.raises(QueriesError, match=r"queries\.yaml:2: not YAML"):
+        load_queries(q)
