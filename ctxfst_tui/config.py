@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 
 import platformdirs
 
+from ctxfst_tui.core.safe_write import write_text
 from ctxfst_tui.core.workspace.files import regular_file, safe_resolve
 
 APP_NAME = "ctxfst-tui"
@@ -52,16 +53,6 @@ def config_path() -> Path:
 
 def state_path() -> Path:
     return state_dir() / "state.json"
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` safely (``core.safe_write``: temp file + rename, so a crash or a full disk
-    leaves the old file whole; a symlinked config is written through; a new file gets 0644
-    under umask 022)."""
-    from ctxfst_tui.core.workspace.safe_write import write_file
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_file(path, text.encode("utf-8"))
 
 
 # ---------------------------------------------------------------- config.toml
@@ -276,7 +267,7 @@ def write_default_config(path: Path | None = None, bindings: Iterable[tuple[str,
     path = Path(path) if path is not None else config_path()
     if path.exists() and not overwrite:
         return False
-    atomic_write(path, default_config_text(bindings))
+    write_text(path, default_config_text(bindings), parents=True)
     return True
 
 
@@ -374,7 +365,7 @@ def save_state(state: State, path: Path | None = None) -> str | None:
     it runs while the app closes)."""
     path = Path(path) if path is not None else state_path()
     try:
-        atomic_write(path, json.dumps(state.to_json(), indent=1, ensure_ascii=False) + "\n")
+        write_text(path, json.dumps(state.to_json(), indent=1, ensure_ascii=False) + "\n", parents=True)
     except (OSError, TypeError, ValueError) as exc:
         return f"{path}: the state was not saved: {exc}"
     return None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfst_tui.core.workspace import safe_write
+from ctxfst_tui.core import safe_write
 from ctxfst_tui.core.workspace.entity_ops import add_alias
 from ctxfst_tui.core.workspace.journal import all_entries, journal_dir, pending
 from ctxfst_tui.ui.app import WorkbenchApp

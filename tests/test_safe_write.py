@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from ctxfst_tui.cli import main
-from ctxfst_tui.core.workspace import safe_write
+from ctxfst_tui.core import safe_write
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.workspace.workspace import Workspace
 from ctxfst_tui.core.workspace.entity_ops import merge_entities
-from ctxfst_tui.core.workspace.safe_write import (
+from ctxfst_tui.core.safe_write import (
     ABSENT,
     WriteError,
     WritePlan,
@@ -304,7 +304,7 @@ def test_a_user_who_cannot_chown_writes_in_place_and_the_owner_stays(request_cle
     os.chmod(target, 0o666)
     code = (
         "import os, sys\n"
-        "from ctxfst_tui.core.workspace.safe_write import write_file\n"  # imported as root: nobody may not read the stdlib
+        "from ctxfst_tui.core.safe_write import write_file\n"  # imported as root: nobody may not read the stdlib
         "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
         "write_file(sys.argv[1], b'new from nobody\\n', expected=b'old\\n')\n"
     )

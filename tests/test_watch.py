@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ctxfst_tui.core.workspace import watch as watch_mod
-from ctxfst_tui.core.format.document import Document, write_atomic
+from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.safe_write import write_file as write_atomic
 from ctxfst_tui.core.workspace.watch import DiskChange, FolderWatcher, Reaction, plan_reactions
 from ctxfst_tui.core.workspace.scan import iter_documents
 

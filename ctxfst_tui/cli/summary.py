@@ -117,9 +117,9 @@ def _err(msg: str) -> None:
 
 
 def _write(path: str, text: str) -> None:
-    from ctxfst_tui.core.format.document import write_atomic
+    from ctxfst_tui.core.safe_write import write_file
 
-    write_atomic(Path(path), text.encode("utf-8"))
+    write_file(Path(path), text.encode("utf-8"))
 
 
 def run_summarize_cli(args: argparse.Namespace, *, backend: Any = None, cancel: threading.Event | None = None) -> int:

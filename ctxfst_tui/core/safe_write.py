@@ -1,5 +1,8 @@
 """Writes that never destroy: the one way this project replaces or creates a file.
 
+Documents, outputs of the CLI, the config, the summary store and the journal all go through
+here (it sits at the bottom of ``core`` so that ``format`` and ``workspace`` can both use it).
+
 Every write goes through a temp file in the target's own folder (created with ``O_EXCL``,
 written, ``fsync``-ed) and then one rename, so a crash or a full disk leaves the old file whole.
 On top of that atomicity a write:
@@ -15,7 +18,8 @@ On top of that atomicity a write:
   go over the old ones in the same inode — after the full temp copy proved the space is there,
   and with the old bytes written back if that in-place write fails;
 * keeps mode, owner and group of a replaced file (``fchown`` as root, then ``fchmod``);
-  a new file gets the mode the umask gives (0644 under umask 022), not ``mkstemp``'s 0600;
+  a new file gets the mode the umask gives (0644 under umask 022), not ``mkstemp``'s 0600,
+  unless the caller asks for a private one (``new_mode=0o600``: the journal of unsaved edits);
 * refuses a read-only file (no write bit, or no write access) unless ``force``;
 * never opens for writing nor replaces anything but a regular file: a FIFO, device node, socket
   or folder at the target is an error, and FIFOs are only ever ``stat``-ed.
@@ -94,6 +98,7 @@ class WritePlan:
     data: bytes
     expected: Expected = None
     force: bool = False  # write over a read-only file
+    new_mode: int = 0o666  # the mode of a new file, before the umask (0o600: private state)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -114,9 +119,15 @@ class _Prepared:
 # ---------------------------------------------------------------- public API
 
 
-def write_file(path: str | os.PathLike, data: bytes, *, expected: Expected = None, force: bool = False) -> Path:
-    """Write ``data`` at ``path`` (see the module docstring); returns the file written (links followed)."""
-    plan = WritePlan(Path(path), data, expected, force)
+def write_file(path: str | os.PathLike, data: bytes, *, expected: Expected = None, force: bool = False,
+               new_mode: int = 0o666, parents: bool = False) -> Path:
+    """Write ``data`` at ``path`` (see the module docstring); returns the file written (links followed).
+
+    ``parents``: create the missing folders first (config and state files: their folder may
+    not exist yet); documents are never written into a folder that is not there."""
+    plan = WritePlan(Path(path), data, expected, force, new_mode)
+    if parents:
+        plan.path.parent.mkdir(parents=True, exist_ok=True)
     prep = _run([plan])[0]
     return prep.real
 
@@ -323,7 +334,7 @@ def _write_temp(prep: _Prepared) -> Path:
     for _attempt in range(100):
         tmp = folder / f".{real.name}.{secrets.token_hex(4)}.tmp"
         try:
-            fd = os.open(tmp, flags, 0o666)  # a new file: the umask decides (0644 under 022)
+            fd = os.open(tmp, flags, plan.new_mode)  # a new file: the umask decides (0644 under 022)
             break
         except FileExistsError:
             continue

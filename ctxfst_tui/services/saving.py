@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ctxfst_tui.core.workspace import safe_write
+from ctxfst_tui.core import safe_write
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.workspace.workspace import Workspace
 

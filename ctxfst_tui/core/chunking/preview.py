@@ -98,11 +98,11 @@ class Previewer:
     def convert(self, path: Path, budget: Budget, target: Path) -> int:
         """Write ``path`` as a CtxFST document at ``target`` with this budget's boundaries; returns chunk count."""
         from ctxfst_tui.core.chunking.convert import convert_checked
-        from ctxfst_tui.core.format.document import write_atomic
+        from ctxfst_tui.core.safe_write import write_file
 
         doc = Document.load(path)
         if not doc.readable:
             raise ValueError(doc.load_findings[0].one_line() if doc.load_findings else f"{path}: unreadable")
         out = convert_checked(doc.text, self.chunks(doc.text, budget, str(path)), target, title_hint=path.stem)
-        write_atomic(target, out.encode("utf-8"))
+        write_file(target, out.encode("utf-8"))
         return out.count("<Chunk id=")

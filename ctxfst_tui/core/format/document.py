@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from ctxfst_tui.core.format import frontmatter as fmt
 from ctxfst_tui.core.format.chunk_tags import BodyChunk, TagEvent, pair_tags, scan_tags
 from ctxfst_tui.core.format.findings import Finding
+from ctxfst_tui.core.safe_write import write_file
 from ctxfst_tui.core.format.source import (
     BOM,
     DecodeProblem,
@@ -426,8 +427,6 @@ class Document:
         Returns False when nothing changed and nothing was written. Saving to its own path, the
         file must still hold ``raw`` (the bytes read): else ``WriteError`` "changed on disk since
         it was read" and nothing is written. ``force``: write over a read-only file."""
-        from ctxfst_tui.core.workspace.safe_write import write_file
-
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("no path to save to")
@@ -440,11 +439,3 @@ class Document:
         self._saved_text = self.text
         self.path = target
         return True
-
-
-def write_atomic(target: Path, data: bytes, *, expected=None, force: bool = False) -> None:
-    """Write bytes safely (``safe_write.write_file``; ``expected``: the bytes read, to refuse a
-    lost update): the name the CLI, previews and the workbench's save use."""
-    from ctxfst_tui.core.workspace.safe_write import write_file
-
-    write_file(target, data, expected=expected, force=force)

@@ -98,7 +98,7 @@ def store_document(ms: Manuscript, *, model: dict[str, Any] | None = None, param
 def save_store(path: str | os.PathLike, document: dict[str, Any]) -> Path:
     """Write ``document`` safely (``core.safe_write``: temp file + rename; a new store gets the
     mode the umask gives, a replaced one keeps its mode and owner)."""
-    from ctxfst_tui.core.workspace.safe_write import write_file
+    from ctxfst_tui.core.safe_write import write_file
 
     p = Path(path)
     try:

@@ -19,7 +19,6 @@ import json
 import os
 import secrets
 import stat
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Iterable
 
 from ctxfst_tui.config import state_dir
 from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.safe_write import write_file
 from ctxfst_tui.core.workspace.undo import DocChange, UndoRecord
 from ctxfst_tui.core.workspace.workspace import Workspace
 
@@ -138,34 +138,6 @@ class JournalEntry:
         else:
             return None
         return cls(Path(path), data, base, float(stamp), file)
-
-
-def write_file_atomic(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` through a temp file in the same folder, fsync, ``os.replace``."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(target.parent))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:  # the rename itself is durable once the folder is synced
-        dfd = os.open(target.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -453,7 +425,8 @@ class Journal:
             if self.session is None:
                 self.session, self._fd = _new_session(self.folder)
             entry = JournalEntry(key, item.data, item.base_sha256, time.time())
-            write_file_atomic(self.entry_file(key), json.dumps(entry.to_json(), ensure_ascii=False).encode("utf-8"))
+            write_file(self.entry_file(key), json.dumps(entry.to_json(), ensure_ascii=False).encode("utf-8"),
+                       new_mode=0o600, parents=True)  # unsaved edits stay private to the user
             self._written[key] = (item.data, item.base_sha256)
         for key in [k for k in self._written if k not in keep]:
             self._remove(key)

@@ -49,7 +49,7 @@ Action = Literal["reload", "ask", "mark-deleted", "rescan"]
 
 # Names that are never documents nor folders of documents: editors' and downloaders' temp files,
 # and the summaries the app writes next to documents. Hidden names (".x", e.g. the temp files of
-# write_atomic: ".name.md.XXXX.tmp") are skipped anyway.
+# safe_write: ".name.md.XXXX.tmp") are skipped anyway.
 JUNK_SUFFIXES = (".tmp", "~", ".swp", ".swx", ".swo", ".part", ".crdownload", ".summary.json", ".pyc")
 HASH_LIMIT = 64 * 1024 * 1024  # bigger files are compared by size and mtime only
 RACY_NS = 2_000_000_000  # a file changed this recently may change again within the same mtime tick

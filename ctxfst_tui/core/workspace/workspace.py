@@ -190,7 +190,7 @@ class Workspace:
         a read-only file (unless ``force``), a non-regular file or a full disk stops the whole
         save before anything is replaced: ``WriteError`` names each file and what happened to it.
         """
-        from ctxfst_tui.core.workspace.safe_write import WritePlan, write_files
+        from ctxfst_tui.core.safe_write import WritePlan, write_files
 
         snapshots = [(d, d.text, d.encoded()) for d in self.dirty if d.path is not None]
         todo = [(d, data) for d, _text, data in snapshots if not (data == d.raw and d.path.exists())]
