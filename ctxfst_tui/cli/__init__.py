@@ -64,7 +64,7 @@ def _docs(path: str, skipped: list | None = None) -> list:
 def _write_output(path: str | Path, text: str | bytes, *, exclusive: bool = False) -> None:
     """Write an output file through ``core.safe_write`` (never onto a pipe or device, never over a
     read-only file; ``exclusive``: only if no file has that name, even one created a moment ago)."""
-    from ctxfst_tui.core.workspace.safe_write import ABSENT, write_file
+    from ctxfst_tui.core.safe_write import ABSENT, write_file
 
     data = text.encode("utf-8") if isinstance(text, str) else text
     try:
