@@ -22,8 +22,10 @@ from ctxfst_tui.core.contextualize.material import ChunkJob, DocMaterial
 from ctxfst_tui.core.contextualize.options import ContextualizeOptions
 from ctxfst_tui.core.contextualize.prompts import Prompt
 from ctxfst_tui.core.llm.base import Completion
+from ctxfst_tui.core.text.stems import prefix_stem
+from ctxfst_tui.core.text.stopwords import NOTE_FILLER_WORDS
+from ctxfst_tui.core.text.words import note_words
 
-_WORD = re.compile(r"[\w][\w'.+#/-]*", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z0-9\"'(`])")
 # lines that mean the model has started a new example or is reciting the prompt
 _MARKERS = re.compile(
@@ -34,15 +36,13 @@ _MARKERS = re.compile(
 _LABELS = re.compile(r"\b(?:Document|Outline|Section|Chunk|Note|Terms)\s*:", re.IGNORECASE)
 
 
-def _words(text: str) -> list[str]:
-    return [w.casefold().strip(".'") for w in _WORD.findall(text)]
-
-
 def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
     return [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
 
 
 def _split_sentences(text: str) -> list[str]:
+    """Not :func:`~ctxfst_tui.core.text.sentences.split_sentences`: the gate's limits were tuned on this
+    cut (after ``.!?`` and one closing mark, before a capital, digit, quote or backtick; no abbreviations)."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
@@ -105,7 +105,7 @@ def _split_terms(text: str) -> list[str]:
 
 
 def _norm(text: str) -> str:
-    return " ".join(_words(text))
+    return " ".join(note_words(text))
 
 
 class NoteGate:
@@ -116,22 +116,22 @@ class NoteGate:
         self.options = options
         self.material = material
         self.prompt = prompt
-        chunk_words = _words(job.raw)
+        chunk_words = note_words(job.raw)
         self.chunk_4 = set(_ngrams(chunk_words, 4))
         self.chunk_norm = " ".join(chunk_words)
-        doc_words = _words(material.body) + _words(material.title)
+        doc_words = note_words(material.body) + note_words(material.title)
         self.doc_4 = set(_ngrams(doc_words, 4))
-        boiler = _words(prompt.boilerplate)
+        boiler = note_words(prompt.boilerplate)
         self.boiler_4 = set(_ngrams(boiler, 4)) - self.doc_4
         self.boiler_3 = set(_ngrams(boiler, 3)) - set(_ngrams(doc_words, 3))
-        self.prefix_words = _words(prompt.prefix)
+        self.prefix_words = note_words(prompt.prefix)
         small = prompt.kind == "fewshot"
         self.ground = options.ground_sentences if options.ground_sentences is not None else small
-        self.vocab = {_stem(w) for w in doc_words} if self.ground else set()
-        self.skip = {_stem(w) for w in self.prefix_words}
+        self.vocab = {prefix_stem(w) for w in doc_words} if self.ground else set()
+        self.skip = {prefix_stem(w) for w in self.prefix_words}
 
     def _own_words(self, sentence: str, first: bool) -> list[str]:
-        words = _words(sentence)
+        words = note_words(sentence)
         if first and self.prefix_words and words[: len(self.prefix_words)] == self.prefix_words:
             words = words[len(self.prefix_words):]
         return words
@@ -150,7 +150,7 @@ class NoteGate:
             copied = sum(1 for g in grams4 if g in self.boiler_4)
             if copied >= 2 or copied / len(grams4) >= 0.2:
                 return "copies the prompt's examples"
-        elif len(words) >= 3 and " ".join(words) in self.chunk_norm and len(words) >= len(_words(sentence)) * 0.8:
+        elif len(words) >= 3 and " ".join(words) in self.chunk_norm and len(words) >= len(note_words(sentence)) * 0.8:
             return "echoes the chunk"
         grams3 = _ngrams(words, 3)
         if grams3 and sum(1 for g in grams3 if g in self.boiler_3) >= 2:
@@ -163,8 +163,8 @@ class NoteGate:
             return "repeats itself"
         if self.ground:
             parts = [p for w in words for p in re.split(r"[-/.]", w)]
-            cw = [w for w in parts if len(w) >= 4 and w.isalpha() and w not in _STOP and _stem(w) not in self.skip]
-            if len(cw) >= 2 and sum(1 for w in cw if _stem(w) in self.vocab) / len(cw) < 0.6:
+            cw = [w for w in parts if len(w) >= 4 and w.isalpha() and w not in NOTE_FILLER_WORDS and prefix_stem(w) not in self.skip]
+            if len(cw) >= 2 and sum(1 for w in cw if prefix_stem(w) in self.vocab) / len(cw) < 0.6:
                 return "not grounded in the document (most of its words do not occur there)"
         return None
 
@@ -188,27 +188,12 @@ class NoteGate:
             seen.add(_norm(s))
             kept.append(s)
         if len(kept) == 1 and self.prefix_words:
-            own = [w for w in self._own_words(kept[0], True) if len(w) >= 4 and w.isalpha() and w not in _STOP]
-            frame = {_stem(w) for w in self.prefix_words}
-            if all(_stem(w) in frame for w in own):
+            own = [w for w in self._own_words(kept[0], True) if len(w) >= 4 and w.isalpha() and w not in NOTE_FILLER_WORDS]
+            frame = {prefix_stem(w) for w in self.prefix_words}
+            if all(prefix_stem(w) in frame for w in own):
                 return "says nothing the title and section do not already say"
         parsed.sentences = kept
         return None
-
-
-_STOP = frozenset("""
-about above after again against also although among another because been before being below between both
-cannot could does doing down during each either else even every from further have having here however into
-itself just more most much must need needs only other over part same should since some such than that their
-them then there these they this those through under until upon very what when where whether which while
-will with within without would your yours also helps help applies apply used uses using make makes made
-lists list covers cover names name mentions mention says describes describe explains explain including well
-like chunk section document note shows show gives give
-""".split())
-
-
-def _stem(word: str) -> str:
-    return word[:5]
 
 
 def final_terms(parsed: ParsedNote, material: DocMaterial, job: ChunkJob, options: ContextualizeOptions,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ctxfst_tui.core.contextualize.material import ChunkJob, DocMaterial, clip, document_window
 from ctxfst_tui.core.contextualize.options import ContextualizeError, ContextualizeOptions
+from ctxfst_tui.core.text.words import one_line
 
 TEMPLATE_FIELDS = ("document", "chunk", "breadcrumb", "heading", "title", "outline")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(TEMPLATE_FIELDS) + r")\}")
@@ -67,10 +68,6 @@ def _fewshot_block(ex: dict[str, str], with_answer: bool) -> str:
     if with_answer:
         out += f" {ex['note']}\nTerms: {ex['terms']}\n###\n"
     return out
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 @dataclass
@@ -136,8 +133,8 @@ def build_prompt(material: DocMaterial, job: ChunkJob, options: ContextualizeOpt
     examples = FEWSHOT_EXAMPLES[:1] if tight else FEWSHOT_EXAMPLES
     shots = "".join(_fewshot_block(ex, True) for ex in examples)
     outline = " > ".join(material.outline) or material.title
-    chunk_line = _one_line(clip(job.content, min(limit, 1500 if tight else limit)))
-    target = {"title": material.title, "outline": _one_line(outline)[:400], "heading": job.heading or material.title,
+    chunk_line = one_line(clip(job.content, min(limit, 1500 if tight else limit)))
+    target = {"title": material.title, "outline": one_line(outline)[:400], "heading": job.heading or material.title,
               "chunk": chunk_line}
     prefix = f' Part of "{material.title}" ({job.heading or material.title}), about'
     text = FEWSHOT_HEADER + shots + _fewshot_block(target, False) + prefix
