@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxfst_tui.core.contextualize.report_text import format_report
+from ctxfst_tui.cli.contextualize_report import format_report
 from ctxfst_tui.core.contextualize.options import ContextualizeOptions
 from ctxfst_tui.core.contextualize.run import contextualize
 from ctxfst_tui.core.format.document import Document

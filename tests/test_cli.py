@@ -428,7 +428,8 @@ def test_workbench_options_reach_the_app(monkeypatch, tmp_path, capsys):
 
 
 def test_serve_command_is_this_python_on_the_folder_with_model_options(tmp_path):
-    from ctxfst_tui.cli import build_parser, serve_command
+    from ctxfst_tui.cli import build_parser
+    from ctxfst_tui.cli.workbench import serve_command
 
     args = build_parser().parse_args(["serve", str(tmp_path), "--model", "m.gguf", "--threads", "2"])
     assert (args.host, args.port) == ("127.0.0.1", 8000)

@@ -12,7 +12,7 @@ import pytest
 
 from ctxfst_tui.core.contextualize.material import document_window
 from ctxfst_tui.core.contextualize.options import ContextualizeError, ContextualizeOptions
-from ctxfst_tui.core.contextualize.report_text import format_report
+from ctxfst_tui.cli.contextualize_report import format_report
 from ctxfst_tui.core.contextualize.run import apply_notes, contextualize, generate_notes
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.workspace.undo import UndoStack

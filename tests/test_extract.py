@@ -17,9 +17,9 @@ from ctxfst_tui.core.entities.extract import (
     entity_id,
     exact_terms,
     extract_entities,
-    format_proposals,
     kebab,
 )
+from ctxfst_tui.cli.entities import format_proposals
 from ctxfst_tui.core.llm import ModelError
 from ctxfst_tui.core.format.validate import VALID_ENTITY_TYPES, has_errors, validate
 from fakes import EntityNamer

@@ -329,7 +329,7 @@ def test_settings_change_scene_sizes():
 def test_cli_outline_makes_no_model_call(monkeypatch, capsys):
     import argparse
 
-    from ctxfst_tui.core.summary import cli_support
+    from ctxfst_tui.cli import summary as cli_support
 
     def boom(*a, **k):  # pragma: no cover - must not be called
         raise AssertionError("the outline loaded a model")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE_DOCS
-from ctxfst_tui.core.summary import cli_support
+from ctxfst_tui.cli import summary as cli_support
 from ctxfst_tui.core.summary.prompts import check_answer, scene_prompt
 from ctxfst_tui.core.summary.segment import SegmentSettings, segment
 from ctxfst_tui.core.summary.session import NovelSession

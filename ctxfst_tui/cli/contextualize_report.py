@@ -1,4 +1,4 @@
-"""Plain-text rendering of a contextualize run for the command line."""
+"""``contextualize`` without ``--json``: the plain-text lines of a run (also printed by bench/model.py)."""
 from __future__ import annotations
 
 from ctxfst_tui.core.contextualize.run import ContextualizeReport

@@ -1,9 +1,4 @@
-"""``ctxfst-tui summarize``: the argument set and the command, so the CLI wiring is three lines::
-
-    from ctxfst_tui.core.summary.core.summary.cli_support import add_summarize_arguments, run_summarize_cli
-    s = sub.add_parser("summarize", help="scene → chapter → book summaries of a novel with a local model")
-    add_summarize_arguments(s, model_options=_add_model_options)   # or without: adds the same options itself
-    s.set_defaults(func=run_summarize_cli)
+"""``ctxfst-tui summarize``: the argument set and the command.
 
 Usage::
 
@@ -24,34 +19,19 @@ import json
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from ctxfst_tui.core.llm.base import ModelError
-from ctxfst_tui.core.llm.probe import preflight
-from ctxfst_tui.core.summary.segment import SegmentError, SegmentSettings
-from ctxfst_tui.core.summary.session import NovelSession
-from ctxfst_tui.core.summary.store import StoreError
-from ctxfst_tui.core.summary.summarizer import SummaryProgress, SummarySettings
-from ctxfst_tui.core.summary.tree import markdown_outline, outline_text
+from ctxfst_tui.cli.model_options import add_model_options, make_backend_from_args
+
+if TYPE_CHECKING:  # the summary core is imported when the command runs, not when the parser is built
+    from ctxfst_tui.core.summary.summarizer import SummaryProgress, SummarySettings
 
 
-def _default_model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=None,
-                   help="a GGUF file (default: the bundled Gemma 3 270M), or the served model name with --endpoint")
-    p.add_argument("--endpoint", default=None, help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
-    p.add_argument("--api", choices=("chat", "completions"), default=None, help="endpoint API (default: chat)")
-    p.add_argument("--n-ctx", type=int, default=None, help="context size of the in-process model")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads of the in-process model")
-    p.add_argument("--concurrency", type=int, default=None, help="requests in flight to an endpoint")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the completion cache")
-
-
-def add_summarize_arguments(p: argparse.ArgumentParser,
-                            model_options: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
+def add_summarize_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("novel", help="a manuscript (.txt or .md)")
     p.add_argument("--outline", action="store_true", help="print the tree with word counts; no model call")
     p.add_argument("--json", action="store_true", help="with --outline: the tree as JSON")
-    (model_options or _default_model_options)(p)
+    add_model_options(p)
     p.add_argument("--max-chapters", type=int, default=None, metavar="N",
                    help="summarize only the first N chapters (and the book from them)")
     p.add_argument("--node", default=None, metavar="ID", help="summarize only this subtree (ids as in the JSON: c3, c3.s2, p1)")
@@ -70,6 +50,8 @@ def add_summarize_arguments(p: argparse.ArgumentParser,
 
 
 def settings_from_args(args: argparse.Namespace) -> SummarySettings:
+    from ctxfst_tui.core.summary.summarizer import SummarySettings
+
     s = SummarySettings()
     for attr, name in (("scene_words", "scene_words"), ("chapter_words", "chapter_words"),
                        ("book_words", "book_words"), ("context_sentences", "context_sentences")):
@@ -87,22 +69,6 @@ def settings_from_args(args: argparse.Namespace) -> SummarySettings:
             raise ValueError(f"--max-chapters {mc}: give at least 1")
         s.max_chapters = int(mc)
     return s
-
-
-def make_backend_from_args(args: argparse.Namespace) -> Any:
-    from ctxfst_tui.core.llm import make_backend
-
-    model = getattr(args, "model", None)
-    return make_backend(
-        model_path=model if model and model.lower().endswith(".gguf") else None,
-        endpoint=getattr(args, "endpoint", None),
-        model=model,
-        api=getattr(args, "api", None),
-        n_ctx=getattr(args, "n_ctx", None),
-        n_threads=getattr(args, "threads", None),
-        concurrency=getattr(args, "concurrency", None),
-        cache=not getattr(args, "no_cache", False),
-    )
 
 
 def _fmt_seconds(s: float | None) -> str:
@@ -124,6 +90,13 @@ def _write(path: str, text: str) -> None:
 
 def run_summarize_cli(args: argparse.Namespace, *, backend: Any = None, cancel: threading.Event | None = None) -> int:
     """The ``summarize`` subcommand (``backend``: for tests; default from the model options)."""
+    from ctxfst_tui.core.llm.base import ModelError
+    from ctxfst_tui.core.llm.probe import preflight
+    from ctxfst_tui.core.summary.segment import SegmentError, SegmentSettings
+    from ctxfst_tui.core.summary.session import NovelSession
+    from ctxfst_tui.core.summary.store import StoreError
+    from ctxfst_tui.core.summary.tree import markdown_outline, outline_text
+
     try:
         session = NovelSession.open(args.novel, store=getattr(args, "store", None), segment_settings=SegmentSettings())
     except (SegmentError, StoreError) as exc:
@@ -203,16 +176,3 @@ def _emit(text: str, out_path: str | None, quiet_ok: bool = False) -> int:
         return 0
     return 0
 
-
-def main(argv: list[str] | None = None) -> int:  # pragma: no cover - handy without the CLI wiring
-    p = argparse.ArgumentParser(prog="python -m ctxfst_tui.core.summary.cli_support")
-    add_summarize_arguments(p)
-    args = p.parse_args(argv)
-    try:
-        return run_summarize_cli(args)
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """What the workbench shows about one document, computed from the core.
 
-Plain data, no Textual: built in a worker thread (``build_report``/``status_of``), handed to
+Plain data, no Textual: built in a worker thread (``build_report``/``status_for``), handed to
 the screen in a Message and from there down to the panes, which only render it.
 """
 from __future__ import annotations
@@ -151,8 +151,3 @@ def build_report(path: str | os.PathLike, root: str | os.PathLike, data: bytes |
 def status_for(doc: Document) -> DocumentStatus:
     """The tree's verdict for one parsed document."""
     return DocumentStatus.of(_findings(doc))
-
-
-def status_of(path: str | os.PathLike) -> DocumentStatus:
-    """The tree's verdict for one file, without keeping the document around."""
-    return status_for(Document.load(path))

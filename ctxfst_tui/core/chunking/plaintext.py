@@ -9,7 +9,6 @@ point into the text as extracted. Form feeds (``\\f``) separate pages.
 """
 from __future__ import annotations
 
-import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -113,9 +112,6 @@ class PdfText:
     page_starts: list[int]  # offsets (in the extracted text) where pages 1, 2, ... start
     dropped_lines: int = 0
     joined_words: int = 0
-
-    def page_of(self, source_offset: int) -> int:
-        return bisect.bisect_right(self.page_starts, source_offset)
 
 
 def _line_key(line: str) -> str:

@@ -15,7 +15,7 @@ separators. Pre-tokenisation never crosses a special token, so every count is ex
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 try:  # numpy ships with the project's model stack; counting falls back to plain lists without it
@@ -377,7 +377,3 @@ def get_counter(encoding_name: str = DEFAULT_ENCODING) -> TokenCounter:
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     """Tokens in ``text`` with an encoding or a model's encoding."""
     return get_counter(encoding).count(text)
-
-
-def count_tokens_many(texts: Iterable[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
-    return get_counter(encoding).count_many(list(texts))

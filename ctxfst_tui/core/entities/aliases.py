@@ -153,9 +153,6 @@ class AliasTable:
     def is_former(self, i: int, text: str) -> bool:
         return fingerprint(text) in {fingerprint(f) for f in self.entries[i].get("former", [])}
 
-    def is_distinct(self, a: str, b: str) -> bool:
-        return frozenset((fingerprint(a), fingerprint(b))) in self.distinct_keys
-
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> "AliasTable":
         entries = [e for e in data.get("entries", []) if isinstance(e, dict) and isinstance(e.get("name"), str)]

@@ -688,17 +688,3 @@ def apply_proposals(doc: Document, proposals: Proposals, *, entities: Iterable[s
     changes = [DocChange(doc.path, doc_index, before, doc.text)] if doc.text != before else []
     return UndoRecord("extract-entities", f"add {added} entit{'y' if added == 1 else 'ies'} and {linked} chunk link{'s' if linked != 1 else ''}", changes)
 
-
-def format_proposals(props: Proposals) -> str:
-    lines = []
-    for p in props.entities:
-        lines.append(f"  + {p.id}  {p.name} ({p.type})" + (f"  aliases: {', '.join(p.aliases)}" if p.aliases else "")
-                     + f"  [{', '.join(p.sources)}]  chunks: {', '.join(p.chunks) or '-'}")
-    for p in props.matched:
-        lines.append(f"  = {p.id}  (existing)  chunks: {', '.join(p.chunks)}")
-    for link in props.links:
-        lines.append(f"  link {link.chunk_id} -> {link.entity_id}  ('{link.evidence}')")
-    for e in props.model_errors:
-        lines.append(f"  model error: {e}")
-    lines.append(props.summary())
-    return "\n".join(lines)

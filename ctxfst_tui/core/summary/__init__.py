@@ -8,7 +8,7 @@
 * :mod:`.summarizer` — recursive, context-aware summaries with a dynamic tree when inputs
   exceed the context window, a quality gate with one retry, hashes for incremental runs.
 * :mod:`.store` — ``NOVEL.summary.json`` beside the manuscript; :mod:`.session` ties a
-  manuscript, its store and a run together; :mod:`.cli_support` is ``ctxfst-tui summarize``.
+  manuscript, its store and a run together (``ctxfst-tui summarize`` is ``ctxfst_tui.cli.summary``).
 """
 from ctxfst_tui.core.summary.segment import SegmentError, SegmentSettings, load_manuscript, segment
 from ctxfst_tui.core.summary.session import NovelSession

@@ -68,14 +68,6 @@ class SummarySettings:
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> "SummarySettings":
-        s = cls()
-        for k, v in (data or {}).items():
-            if hasattr(s, k):
-                setattr(s, k, v)
-        return s
-
     def hash_params(self, style: str) -> dict[str, Any]:
         return {"v": PROMPT_VERSION, "style": style, "temperature": self.temperature, "tpw": self.tokens_per_word,
                 "retry": self.retry, "ground": self.ground_names, "echo": self.echo_threshold,

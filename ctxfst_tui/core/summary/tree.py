@@ -124,9 +124,6 @@ class Manuscript:
     def outline_json(self) -> dict[str, Any]:
         return self.root.outline_json()
 
-    def chapter_count(self) -> int:
-        return len(self.root.chapters())
-
 
 # ---------------------------------------------------------------- text renderings
 

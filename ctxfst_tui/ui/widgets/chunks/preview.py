@@ -224,10 +224,6 @@ class ChunkPreview(Vertical):
         self._debounce = None
         self._check(post=True)
 
-    def request_now(self) -> None:
-        """Ask for chunks with the current budget at once (e.g. when a document opens)."""
-        self._request()
-
     def action_change_size(self, direction: int) -> None:
         unit, size, _ = self.budget
         step = SIZE_STEP.get(unit, 64)

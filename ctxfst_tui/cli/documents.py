@@ -1,0 +1,123 @@
+"""``validate``, ``export`` and ``diagnose`` (with ``--apply``): the document checks and the export.
+
+Their outputs and exit statuses are the reference scripts' (the conformance suite compares them).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ctxfst_tui.cli.common import CliError, emit_output, load_documents, load_workspace, output_name
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ctxfst_tui.core.format.validate import has_errors, report_json, validate
+
+    skipped: list = []
+    docs = load_documents(args.path, skipped)
+    reports = []
+    any_errors = False
+    errors = warnings = 0
+    for doc in docs:
+        findings = validate(doc)
+        any_errors |= has_errors(findings)
+        errors += sum(f.severity == "error" for f in findings)
+        warnings += sum(f.severity == "warning" for f in findings)
+        if args.json:
+            reports.append(report_json(doc, findings))
+        else:
+            for f in findings:
+                print(f.one_line())
+    if args.json:
+        single = len(docs) == 1 and Path(args.path).is_file()
+        print(json.dumps(reports[0] if single else reports, ensure_ascii=False, indent=2))
+    else:
+        verdict = "invalid" if any_errors else "valid"
+        also = f" ({len(skipped)} special file(s) skipped)" if skipped else ""
+        print(f"{len(docs)} file(s) checked{also}: {errors} error(s), {warnings} warning(s) — {verdict}")
+    return 1 if any_errors else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ctxfst_tui.core.format.export import ExportRefused, dumps, export_documents
+
+    docs = load_documents(args.path)
+    try:
+        result = export_documents(docs)
+    except ExportRefused as exc:
+        f = exc.finding
+        more = f" (and {exc.count - 1} more error(s); run 'ctxfst-tui validate')" if exc.count > 1 else ""
+        raise CliError(f"export refused: {f.one_line()}{more}", 1) from None
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    emit_output(args.output, dumps(result, args.format, args.pretty))
+    print(f"exported {len(result.chunks)} chunk(s) and {len(result.entities)} entit(y/ies) from {len(docs)} file(s) to {output_name(args.output)}", file=sys.stderr)
+    return 0
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from ctxfst_tui.core.diagnosis.diagnose import diagnose_workspace
+
+    if args.apply:
+        return _apply_fixes(args)
+    docs = load_documents(args.path)
+    reports = diagnose_workspace(docs, args.level)
+    # As the reference diagnose_chunks.py: exit 1 when any finding is an error, in both modes.
+    status = 1 if any(i.get("severity") == "error" for r in reports for i in r.get("issues", [])) else 0
+    if args.json:
+        single = len(reports) == 1 and Path(args.path).is_file()
+        print(json.dumps(reports[0] if single else reports, ensure_ascii=False, indent=2, default=str))
+        return status
+    total = 0
+    for rep in reports:
+        for issue in rep.get("issues", []):
+            total += 1
+            where = str(rep.get("filepath"))
+            if issue.get("line"):
+                where += f":{issue['line']}" + (f":{issue['column']}" if issue.get("column") else "")
+            ids = ", ".join(map(str, issue.get("chunk_ids") or issue.get("entity_ids") or []))
+            rule = issue.get("rule") or issue.get("category")
+            print(f"{where}: {issue.get('severity')} [{rule}] {issue.get('message')}" + (f" ({ids})" if ids else ""))
+            if args.level in ("suggest", "fix") and issue.get("suggestion"):
+                print(f"    suggestion: {issue['suggestion']}")
+            if args.level == "fix" and isinstance(issue.get("fix"), dict):
+                from ctxfst_tui.core.workspace.fixes import describe_fix
+
+                print(f"    fix: {describe_fix(issue['fix'])}")
+    print(f"{len(reports)} file(s) diagnosed: {total} finding(s)")
+    return status
+
+
+def _apply_fixes(args: argparse.Namespace) -> int:
+    """diagnose --apply: every machine-applicable fix, in a safe order, then one save (or a diff)."""
+    from ctxfst_tui.core.diagnosis.diagnose import diagnose_workspace
+    from ctxfst_tui.core.workspace.fixes import apply_fixes, collect_fixes, describe_fix
+
+    ws = load_workspace(args.path)
+    reports = diagnose_workspace(ws.docs, "fix")
+    # Info-level fixes (e.g. unlinking a weak link) are judgement calls: only errors and
+    # warnings are fixed in bulk; the rest are offered one by one in the workbench.
+    severe = [{**r, "issues": [i for i in r.get("issues", []) if i.get("severity") in ("error", "warning")]} for r in reports]
+    before = {id(d): d.text for d in ws.docs}
+    run = apply_fixes(ws, collect_fixes(severe))
+    for fix, _record in run.applied:
+        print(f"applied: {describe_fix(fix)}")
+    for fix, why in run.skipped:
+        print(f"skipped: {describe_fix(fix)} ({why})")
+    if args.dry_run:
+        import difflib
+
+        for d in ws.docs:
+            if d.text != before[id(d)]:
+                sys.stdout.writelines(difflib.unified_diff(
+                    before[id(d)].splitlines(keepends=True), d.text.splitlines(keepends=True), d.label, d.label))
+        print(f"{len(run.applied)} fix(es) would be applied; nothing written (--dry-run)", file=sys.stderr)
+        return 0
+    try:
+        saved = ws.save()
+    except OSError as exc:
+        raise CliError(f"cannot save: {exc}") from None
+    print(f"{len(run.applied)} fix(es) applied, {len(run.skipped)} skipped; {len(saved)} file(s) written", file=sys.stderr)
+    return 0
