@@ -15,7 +15,7 @@ from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.diagnosis.findings import FindingsPane
 from ctxfst_tui.ui.widgets.document.source_view import SourceView, displayable
 
-SIZE = (160, 45)
+from pilot import SIZE, open_document, settle, started
 
 VALID = """\
 ---
@@ -82,37 +82,6 @@ def folder(tmp_path: Path) -> Path:
     (tmp_path / ".hidden").mkdir()
     (tmp_path / ".hidden" / "secret.md").write_text("# hidden\n", encoding="utf-8")
     return tmp_path
-
-
-async def settle(app: WorkbenchApp, pilot) -> None:
-    """Let workers finish and their messages (and any mounts they cause) be handled."""
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.pause()
-
-
-async def started(app: WorkbenchApp, pilot) -> WorkbenchScreen:
-    await settle(app, pilot)
-    assert isinstance(app.screen, WorkbenchScreen)
-    return app.screen
-
-
-async def open_document(app: WorkbenchApp, pilot, relative: str) -> None:
-    """Walk the tree cursor with Up/Down to ``relative`` and press Enter, as a user would."""
-    tree = app.screen.query_one(DocumentTree)
-    target = app.folder / relative
-    tree.focus()
-    order = [node.data for node in (tree.get_node_at_line(i) for i in range(tree.last_line + 1))]
-    assert target in order, f"{relative} is not in the tree"
-    key = "down" if order.index(target) > tree.cursor_line else "up"
-    for _ in range(len(order)):
-        if tree.cursor_node is not None and tree.cursor_node.data == target:
-            break
-        await pilot.press(key)
-    assert tree.cursor_node is not None and tree.cursor_node.data == target
-    await pilot.press("enter")
-    await settle(app, pilot)
-    assert app.screen.current == target
 
 
 def rules_in_table(table: FindingsPane) -> list[str]:

@@ -11,6 +11,8 @@ from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.modals.help import HelpScreen
 from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 
+from pilot import notifications, settle
+
 DOC = '---\ntitle: "One"\nchunks:\n  - id: a:b\n    context: "x"\n---\n\n<Chunk id="a:b">\nText.\n</Chunk>\n'
 
 
@@ -18,12 +20,6 @@ DOC = '---\ntitle: "One"\nchunks:\n  - id: a:b\n    context: "x"\n---\n\n<Chunk 
 def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cfg.CONFIG_ENV, str(tmp_path / "config"))
     monkeypatch.setenv(cfg.STATE_ENV, str(tmp_path / "state"))
-
-
-async def settle(app, pilot):
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.pause()
 
 
 async def test_state_saved_on_quit_and_restored(tmp_path: Path) -> None:
@@ -65,10 +61,11 @@ async def test_config_keys_theme_and_help(tmp_path: Path) -> None:
     path.parent.mkdir(parents=True)
     path.write_text('theme = "ctxfst-high-contrast"\n[keys]\nhelp = "h"\nsavve = "f2"\n[model]\nn_threads = 3\n[layout]\ntab = "diagnosis"\n')
     app = WorkbenchApp(folder)
+    notified = notifications(app)
     notes = []
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(app, pilot)
-        notes = [n.message for n in app._notifications]
+        notes = [message for _, message, _ in notified]
         assert app.theme == "ctxfst-high-contrast"
         assert app.models.settings.n_threads == 3
         assert str(app.screen.query_one("#lower").active) == "diagnosis-tab"
@@ -93,9 +90,10 @@ async def test_broken_config_still_starts(tmp_path: Path) -> None:
     cfg.state_path().parent.mkdir(parents=True)
     cfg.state_path().write_text("{broken")
     app = WorkbenchApp(folder)
+    notified = notifications(app)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(app, pilot)
-        notes = [n.message for n in app._notifications]
+        notes = [message for _, message, _ in notified]
         assert isinstance(app.screen, WorkbenchScreen)
     assert any(":1:" in n and "not valid TOML" in n for n in notes)
     assert any("starting afresh" in n for n in notes)

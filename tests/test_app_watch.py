@@ -1,33 +1,14 @@
 """Pilot test of the disk watch: reload, ask, own saves, deleted, added (the App started with watch_disk=True)."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-import tests.test_app as app_tests
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.workbench import disk as wb
 from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
-from tests.test_app import VALID, folder, open_document  # noqa: F401 - the fixture and helpers
-
-SIZE = (160, 45)
-
-
-async def settle(app, pilot) -> None:
-    """As test_app.settle, but the watch worker never completes: wait for the others only."""
-    others = [w for w in app.workers if w.group != "watch"]
-    if others:  # wait_for_complete([]) would wait for every worker
-        await app.workers.wait_for_complete(others)
-    await pilot.pause()
-    await pilot.pause()
-
-
-async def until(pilot, cond, timeout: float = 10.0) -> None:
-    t0 = time.monotonic()
-    while not cond():
-        assert time.monotonic() - t0 < timeout, "timed out"
-        await pilot.pause(0.05)
+from pilot import SIZE, open_document, settle, until
+from test_app import VALID, folder  # noqa: F401 - the fixture
 
 
 async def test_disk_changes_reach_the_workbench(folder: Path, monkeypatch) -> None:
@@ -39,7 +20,6 @@ async def test_disk_changes_reach_the_workbench(folder: Path, monkeypatch) -> No
         return real(changes, open_path, dirty)
 
     monkeypatch.setattr(wb, "plan_reactions", spy)
-    monkeypatch.setattr(app_tests, "settle", settle)  # open_document settles with it
     app = WorkbenchApp(folder, watch_disk=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)

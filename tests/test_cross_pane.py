@@ -10,16 +10,8 @@ from ctxfst_tui.ui.widgets.diagnosis.pane import DiagnosisTree
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.entities.panel import ClusterList, EntityTable
 from ctxfst_tui.ui.widgets.document.source_view import SourceView
-from test_app import SIZE, open_document, settle, started
+from pilot import SIZE, open_document, settle, started, until
 from test_entity_panel import folder  # noqa: F401  (frontend.md and backend.md, JS / JavaScript)
-
-async def until(pilot, condition, timeout: float = 10.0) -> bool:
-    """Pause until ``condition()`` holds (messages between panes take a few hops on a busy machine)."""
-    for _ in range(int(timeout / 0.05)):
-        if condition():
-            return True
-        await pilot.pause(0.05)
-    return condition()
 
 
 TWO_CHUNKS = """\
@@ -118,8 +110,8 @@ async def test_chunk_and_source_follow_each_other(tmp_path):
         await pilot.press("2")
         await settle(app, pilot)
         await pilot.press("n")  # the second chunk in the preview …
-        assert await until(pilot, lambda: chunk_map.current_span.id == "ops:queue")
-        assert await until(pilot, lambda: bool(source.highlighted) and source.highlighted[0][0] > 10)
+        await until(pilot, lambda: chunk_map.current_span.id == "ops:queue")
+        await until(pilot, lambda: bool(source.highlighted) and source.highlighted[0][0] > 10)
         first, last = source.highlighted[0]
         assert first <= queue_open + 1 <= last  # … is the band highlighted in the source
         await pilot.press("1")
@@ -129,7 +121,7 @@ async def test_chunk_and_source_follow_each_other(tmp_path):
         cache_text = lines.index("Redis holds the sessions.") + 1
         for _ in range(cache_text - 1):
             await pilot.press("down")
-        assert await until(pilot, lambda: chunk_map.current_span.id == "ops:cache")  # the source cursor selects its chunk
+        await until(pilot, lambda: chunk_map.current_span.id == "ops:cache")  # the source cursor selects its chunk
 
 
 async def test_an_entity_marks_its_documents_and_the_chunks_that_link_it(folder):  # noqa: F811

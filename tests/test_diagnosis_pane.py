@@ -11,7 +11,7 @@ from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
 from ctxfst_tui.ui.widgets.diagnosis.pane import DiagnosisPane, DiagnosisTree
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.document.source_view import SourceView
-from test_app import SIZE, open_document, settle, started
+from pilot import SIZE, open_document, settle, started
 
 CACHE = """\
 ---

@@ -20,8 +20,10 @@ from ctxfst_tui.ui.screens.modals.help import HelpScreen
 from ctxfst_tui.ui.screens.modals.quit import QuitScreen
 from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 from ctxfst_tui.ui.widgets.entities.panel import ClusterList, EntityTable
-from test_app import open_document, settle, started
-from test_model_jobs import RUNBOOK, FakeBackend, notifications, wait_until
+from pilot import open_document, settle, started
+from fakes import StreamingNotesBackend
+from test_model_jobs import RUNBOOK
+from pilot import notifications, until
 
 SMALL = (80, 24)
 SIZE = (120, 40)
@@ -73,7 +75,7 @@ async def open_contextualize(app: WorkbenchApp, pilot) -> ContextualizeScreen:
 
 
 async def test_contextualize_starts_on_y(folder):
-    fake = FakeBackend()
+    fake = StreamingNotesBackend()
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         await open_contextualize(app, pilot)
@@ -87,7 +89,7 @@ async def test_contextualize_starts_on_y(folder):
 
 
 async def test_contextualize_n_cancels(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeBackend())
+    app = WorkbenchApp(folder, backend_factory=lambda settings: StreamingNotesBackend())
     async with app.run_test(size=SIZE) as pilot:
         await open_contextualize(app, pilot)
         await pilot.press("n")
@@ -96,7 +98,7 @@ async def test_contextualize_n_cancels(folder):
 
 
 async def test_contextualize_focus_starts_on_the_box_space_ticks_it_visibly_enter_starts(folder):
-    fake = FakeBackend()
+    fake = StreamingNotesBackend()
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         dialog = await open_contextualize(app, pilot)
@@ -117,7 +119,7 @@ async def test_contextualize_focus_starts_on_the_box_space_ticks_it_visibly_ente
 
 async def test_contextualize_with_nothing_to_skip_starts_on_start_and_space_presses_it(tmp_path):
     (tmp_path / "bare.md").write_text(RUNBOOK.replace('    context: "', '    note: "'), encoding="utf-8")
-    app = WorkbenchApp(tmp_path, backend_factory=lambda settings: FakeBackend())
+    app = WorkbenchApp(tmp_path, backend_factory=lambda settings: StreamingNotesBackend())
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         await open_document(app, pilot, "bare.md")
@@ -183,7 +185,7 @@ async def test_help_in_the_summary_lists_space_and_r(folder):
         screen = await started(app, pilot)
         await open_document(app, pilot, "novels/story.txt")
         await pilot.press("5")
-        await wait_until(pilot, lambda: screen.query_one("SummaryPane").view is not None, timeout=30)
+        await until(pilot, lambda: screen.query_one("SummaryPane").view is not None, timeout=30)
         await pilot.pause()
         groups = await help_groups(app, pilot)
         assert list(groups)[0] == "Summary"
@@ -217,7 +219,7 @@ async def test_save_and_quit_saves_then_quits(folder):
         assert "Save and quit" in screen_text(app)
         assert dialog.focused is dialog.query_one("#save")  # Enter saves: the answer that loses nothing
         await pilot.press("enter")
-        await wait_until(pilot, lambda: not app.is_running, timeout=10)
+        await until(pilot, lambda: not app.is_running, timeout=10)
     assert "ReactJS" in (folder / "frontend.md").read_text(encoding="utf-8")
 
 
@@ -228,7 +230,7 @@ async def test_save_and_quit_by_s(folder):
         await pilot.press("q")
         await pilot.pause()
         await pilot.press("s")
-        await wait_until(pilot, lambda: not app.is_running, timeout=10)
+        await until(pilot, lambda: not app.is_running, timeout=10)
     assert "ReactJS" in (folder / "frontend.md").read_text(encoding="utf-8")
 
 
@@ -242,7 +244,7 @@ async def test_a_failed_save_keeps_the_app_open_and_says_why(folder, monkeypatch
         await pilot.press("q")
         await pilot.pause()
         await pilot.press("s")
-        await wait_until(pilot, lambda: any(t == "Not quit" for t, _, _ in seen), timeout=10)
+        await until(pilot, lambda: any(t == "Not quit" for t, _, _ in seen), timeout=10)
         await settle(app, pilot)
         assert app.is_running and app.screen is screen
         assert app.session.dirty_paths  # the edit is still there

@@ -19,7 +19,7 @@ from ctxfst_tui.ui.widgets.document.summary import DocumentSummary
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.entities.panel import ClusterList, EntityPanel, EntityTable
 from ctxfst_tui.ui.widgets.document.source_view import SourceView
-from test_app import SIZE, open_document, settle, started
+from pilot import SIZE, open_document, settle, started
 
 FRONTEND = """\
 ---

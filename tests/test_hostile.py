@@ -337,7 +337,7 @@ async def test_every_view_a_merge_a_fix_and_a_save_in_the_hostile_folder(hostile
     from ctxfst_tui.ui.widgets.diagnosis.pane import DiagnosisTree
     from ctxfst_tui.ui.widgets.document.tree import DocumentTree
     from ctxfst_tui.ui.widgets.entities.panel import ClusterList
-    from test_app import SIZE, open_document, settle, started
+    from pilot import SIZE, open_document, settle, started
 
     notes = Notes(monkeypatch)
     app = WorkbenchApp(hostile_folder)
@@ -421,7 +421,7 @@ async def test_a_handler_that_raises_is_notified_logged_and_the_app_goes_on(tmp_
 
     from ctxfst_tui.ui.app import WorkbenchApp
     from ctxfst_tui.ui.error_log import log_path
-    from test_app import open_document, settle, started
+    from pilot import open_document, settle, started
 
     (tmp_path / "frontend.md").write_text(FRONTEND, encoding="utf-8")
     notes = Notes(monkeypatch)
@@ -463,7 +463,7 @@ async def test_a_handler_that_raises_is_notified_logged_and_the_app_goes_on(tmp_
 async def test_a_failing_worker_leaves_its_traceback_in_the_log(tmp_path: Path, monkeypatch) -> None:
     from ctxfst_tui.ui.app import WorkbenchApp
     from ctxfst_tui.ui.error_log import log_path
-    from test_app import open_document, started
+    from pilot import open_document, started
 
     (tmp_path / "frontend.md").write_text(FRONTEND, encoding="utf-8")
 
@@ -483,7 +483,7 @@ async def test_a_failing_worker_leaves_its_traceback_in_the_log(tmp_path: Path, 
 async def test_opening_a_special_file_by_path_shows_what_it_is(hostile_folder: Path) -> None:
     from ctxfst_tui.ui.app import WorkbenchApp
     from ctxfst_tui.ui.widgets.diagnosis.findings import FindingsPane
-    from test_app import settle, started
+    from pilot import settle, started
 
     app = WorkbenchApp(hostile_folder)
     async with app.run_test(size=(120, 40)) as pilot:

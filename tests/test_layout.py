@@ -12,13 +12,9 @@ from ctxfst_tui.ui.widgets.diagnosis.findings import FindingsPane
 from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from ctxfst_tui.ui.widgets.status_bar import StatusBar
 
+from pilot import settle
+
 BROKEN = '---\ntitle: "Broken"\nchunks:\n  - id: a:b\n    entities: [entity:missing]\n    context: "x"\n---\n\n<Chunk id="a:b">\nSome text here.\n</Chunk>\n'
-
-
-async def settle(app, pilot):
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.pause()
 
 
 def make_folder(tmp_path: Path) -> Path:

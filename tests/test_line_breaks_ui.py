@@ -15,9 +15,10 @@ from ctxfst_tui.core.format.validate import validate
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.services.report import report_for
 from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
-from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.diagnosis.findings import FindingsPane
 from ctxfst_tui.ui.widgets.document.source_view import SourceView, display_lines
+
+from pilot import open_document, settle
 
 SIZE = (160, 45)
 NESTED_TAG = '  <Chunk id="skill:inner">'
@@ -71,25 +72,6 @@ def folder(tmp_path: Path) -> Path:
     (tmp_path / "cr-only.md").write_bytes(CR_ONLY.encode("utf-8"))
     (tmp_path / "line-separator.md").write_bytes(LINE_SEPARATOR.encode("utf-8"))
     return tmp_path
-
-
-async def settle(app: WorkbenchApp, pilot) -> None:
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.pause()
-
-
-async def open_document(app: WorkbenchApp, pilot, target: Path) -> None:
-    """Walk the tree cursor to ``target`` and press Enter, as a user would."""
-    tree = app.screen.query_one(DocumentTree)
-    tree.focus()
-    for _ in range(tree.last_line + 2):
-        if tree.cursor_node is not None and tree.cursor_node.data == target:
-            break
-        await pilot.press("down")
-    await pilot.press("enter")
-    await settle(app, pilot)
-    assert app.screen.current == target
 
 
 @pytest.mark.parametrize("name", ["cr-only.md", "line-separator.md"])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Checkbox, Input, RadioButton, SelectionList, TabbedContent
 
-from ctxfst_tui.core.llm import Cancelled, Completion, EndpointError, ModelNotFound
+from ctxfst_tui.core.llm import EndpointError, ModelNotFound
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.workbench.commands import COMMANDS, WorkbenchCommands
 from ctxfst_tui.services.jobs import Job, JobProgress, ModelService, ModelSettings, Reporter
@@ -28,7 +28,8 @@ from ctxfst_tui.ui.widgets.document.summary import DocumentSummary
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.jobs.status import JobStatus
 from ctxfst_tui.ui.widgets.document.source_view import SourceView
-from test_app import SIZE, open_document, settle, started
+from pilot import SIZE, notifications, open_document, settle, started, until
+from fakes import StreamingNotesBackend
 
 RUNBOOK = """\
 ---
@@ -82,68 +83,6 @@ Nothing here.
 </Chunk>
 """
 
-NOTES = {
-    "helm upgrade": " the deployment of the orders service with Helm. It covers the automatic rollback of the release.\nTerms: helm upgrade; --atomic",
-    "PgBouncer": " the orders service database. It covers the PostgreSQL connection limit behind PgBouncer.\nTerms: PostgreSQL; PgBouncer",
-    "allkeys-lru": " the session cache of the orders service. It covers the Redis eviction policy.\nTerms: Redis; allkeys-lru",
-}
-
-
-class FakeBackend:
-    """The Backend protocol, scripted: a note per chunk (entity names for extraction prompts),
-    streamed word by word with ``delay`` seconds per word; the cancel event is honoured between words."""
-
-    name = "fake"
-    model_id = "fake-model"
-    context_size = 8192
-    chat = False
-    concurrency = 1
-
-    def __init__(self, delay: float = 0.0, error: Exception | None = None) -> None:
-        self.delay = delay
-        self.error = error
-        self.calls = 0
-        self.finished = 0
-        self.cancelled = threading.Event()
-        self.started = threading.Event()
-        self.threads: set[str] = set()
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def _answer(self, prompt: str) -> str:
-        if "Named things in a text" in prompt:  # the entity-extraction prompt
-            tail = prompt.rsplit("Text:", 1)[-1]
-            found = [name for name in ("Redis", "PgBouncer", "PostgreSQL") if name in tail]
-            return " " + "; ".join(found) if found else " none"
-        tail = prompt.rsplit("Section:", 1)[-1]
-        return next((note for word, note in NOTES.items() if word in tail), " something else entirely.")
-
-    def complete(self, prompt, *, max_tokens=None, stop=None, temperature=None, cancel=None, on_token=None):
-        self.calls += 1
-        self.threads.add(threading.current_thread().name)
-        self.started.set()
-        if self.error is not None:
-            raise self.error
-        text = self._answer(prompt)
-        t0 = time.perf_counter()
-        for word in text.split(" "):
-            if cancel is not None and cancel.is_set():
-                self.cancelled.set()
-                raise Cancelled("cancelled")
-            if self.delay:
-                end = time.monotonic() + self.delay
-                while time.monotonic() < end:  # a slow token: cancel is checked every 10 ms
-                    if cancel is not None and cancel.is_set():
-                        self.cancelled.set()
-                        raise Cancelled("cancelled")
-                    time.sleep(0.01)
-            if on_token is not None:
-                on_token(word + " ")
-        took = time.perf_counter() - t0
-        self.finished += 1
-        return Completion(text, len(prompt.split()), len(text.split()), "stop", False, took + 0.01, 0.005)
-
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
@@ -152,31 +91,9 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def notifications(app: WorkbenchApp, monkeypatch) -> list[tuple[str, str, str]]:
-    """(title, message, severity) of every notification from now on."""
-    seen: list[tuple[str, str, str]] = []
-    original = app.notify
-
-    def notify(message, *, title="", severity="information", **kw):
-        seen.append((str(title), str(message), str(severity)))
-        return original(message, title=title, severity=severity, **kw)
-
-    monkeypatch.setattr(app, "notify", notify)
-    return seen
-
-
 def contexts(app: WorkbenchApp, folder: Path) -> dict[str, str | None]:
     doc = app.session.document(folder / "runbook.md")
     return {c.id: c.data.get("context") for c in doc.chunks}
-
-
-async def wait_until(pilot, condition, timeout: float = 5.0) -> float:
-    """Pause until ``condition()``; returns the seconds it took (fails after ``timeout``)."""
-    t0 = time.monotonic()
-    while not condition():
-        assert time.monotonic() - t0 < timeout, "timed out"
-        await pilot.pause(0.02)
-    return time.monotonic() - t0
 
 
 async def start_contextualize(app: WorkbenchApp, pilot, skip: bool = False) -> None:
@@ -190,7 +107,7 @@ async def start_contextualize(app: WorkbenchApp, pilot, skip: bool = False) -> N
 
 
 async def test_the_ui_stays_responsive_while_a_slow_job_runs_and_escape_cancels_it(folder, monkeypatch):
-    fake = FakeBackend(delay=1.0)  # 1 s per token: the first note alone would take many seconds
+    fake = StreamingNotesBackend(delay=1.0)  # 1 s per token: the first note alone would take many seconds
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
@@ -201,7 +118,7 @@ async def test_the_ui_stays_responsive_while_a_slow_job_runs_and_escape_cancels_
         assert app.job is not None and app.job.kind == "contextualize"
         status = screen.query_one(JobStatus)
         assert status.has_class("-running") and status.display
-        await wait_until(pilot, fake.started.is_set)
+        await until(pilot, fake.started.is_set)
         assert fake.threads and threading.main_thread().name not in fake.threads  # the model runs in a worker
         assert "Contextualizing runbook.md" in status.text and "esc cancels" in status.text
 
@@ -223,7 +140,7 @@ async def test_the_ui_stays_responsive_while_a_slow_job_runs_and_escape_cancels_
 
         await pilot.press("escape")
         assert status.cancelling  # the line said "cancelling…" until the job stopped
-        took = await wait_until(pilot, lambda: app.job is None, timeout=3)
+        took = await until(pilot, lambda: app.job is None, timeout=3)
         assert took < 1.5 and fake.cancelled.is_set()
         await pilot.pause()
         assert not status.has_class("-running")
@@ -235,7 +152,7 @@ async def test_the_ui_stays_responsive_while_a_slow_job_runs_and_escape_cancels_
 
 
 async def test_a_job_runs_to_completion_then_u_undoes_its_notes(folder, monkeypatch):
-    fake = FakeBackend(delay=0.001)
+    fake = StreamingNotesBackend(delay=0.001)
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
@@ -246,7 +163,7 @@ async def test_a_job_runs_to_completion_then_u_undoes_its_notes(folder, monkeypa
         monkeypatch.setattr(screen.query_one(JobStatus), "show_progress", lambda m: (progress.append(m), original(m)))
         seen = notifications(app, monkeypatch)
         await start_contextualize(app, pilot)
-        await wait_until(pilot, lambda: app.job is None)
+        await until(pilot, lambda: app.job is None)
         await settle(app, pilot)
         after = contexts(app, folder)
         assert after["ops:deploy"].startswith("Part of") and "Helm" in after["ops:deploy"]
@@ -269,13 +186,13 @@ async def test_a_job_runs_to_completion_then_u_undoes_its_notes(folder, monkeypa
 
 
 async def test_skip_present_keeps_the_written_contexts(folder):
-    fake = FakeBackend()
+    fake = StreamingNotesBackend()
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         await open_document(app, pilot, "runbook.md")
         await start_contextualize(app, pilot, skip=True)
-        await wait_until(pilot, lambda: app.job is None)
+        await until(pilot, lambda: app.job is None)
         await settle(app, pilot)
         after = contexts(app, folder)
         assert after["ops:deploy"] == "Written by hand"
@@ -285,9 +202,9 @@ async def test_skip_present_keeps_the_written_contexts(folder):
 async def test_the_backend_is_made_once_and_reused_and_settings_change_it(folder):
     made: list[ModelSettings] = []
 
-    def factory(settings: ModelSettings) -> FakeBackend:
+    def factory(settings: ModelSettings) -> StreamingNotesBackend:
         made.append(settings)
-        return FakeBackend()
+        return StreamingNotesBackend()
 
     app = WorkbenchApp(folder, backend_factory=factory)
     async with app.run_test(size=SIZE) as pilot:
@@ -296,7 +213,7 @@ async def test_the_backend_is_made_once_and_reused_and_settings_change_it(folder
         await open_document(app, pilot, "runbook.md")
         for _ in range(2):
             await start_contextualize(app, pilot)
-            await wait_until(pilot, lambda: app.job is None)
+            await until(pilot, lambda: app.job is None)
             await settle(app, pilot)
         assert made == [ModelSettings()]
 
@@ -325,7 +242,7 @@ async def test_the_backend_is_made_once_and_reused_and_settings_change_it(folder
         assert app.models.settings == wanted
         assert wanted.backend_kwargs() == {"endpoint": "http://localhost:8080/v1", "model": "qwen", "n_ctx": 2048}
         await start_contextualize(app, pilot)
-        await wait_until(pilot, lambda: app.job is None)
+        await until(pilot, lambda: app.job is None)
         assert made == [ModelSettings(), wanted]
 
 
@@ -339,7 +256,7 @@ def test_settings_for_the_bundled_model_and_a_gguf_file(tmp_path):
 
 async def test_a_missing_model_is_one_error_notification(folder, monkeypatch):
     def factory(settings):
-        return FakeBackend(error=ModelNotFound("model file not found: /nowhere/model.gguf"))
+        return StreamingNotesBackend(error=ModelNotFound("model file not found: /nowhere/model.gguf"))
 
     app = WorkbenchApp(folder, backend_factory=factory)
     async with app.run_test(size=SIZE) as pilot:
@@ -347,7 +264,7 @@ async def test_a_missing_model_is_one_error_notification(folder, monkeypatch):
         await open_document(app, pilot, "runbook.md")
         seen = notifications(app, monkeypatch)
         await start_contextualize(app, pilot)
-        await wait_until(pilot, lambda: app.job is None)
+        await until(pilot, lambda: app.job is None)
         await settle(app, pilot)
         errors = [(t, m) for t, m, s in seen if s == "error"]
         assert errors == [("Contextualizing runbook.md: model error", "model file not found: /nowhere/model.gguf")]
@@ -355,14 +272,14 @@ async def test_a_missing_model_is_one_error_notification(folder, monkeypatch):
 
 
 async def test_an_endpoint_that_is_down_stops_the_job_at_once(folder, monkeypatch):
-    fake = FakeBackend(error=EndpointError("cannot reach http://127.0.0.1:9/v1: connection refused"))
+    fake = StreamingNotesBackend(error=EndpointError("cannot reach http://127.0.0.1:9/v1: connection refused"))
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         await open_document(app, pilot, "runbook.md")
         seen = notifications(app, monkeypatch)
         await pilot.press("ctrl+e")
-        await wait_until(pilot, lambda: app.job is None)
+        await until(pilot, lambda: app.job is None)
         await settle(app, pilot)
         assert fake.calls == 1  # not once per chunk
         errors = [m for _, m, s in seen if s == "error"]
@@ -371,13 +288,13 @@ async def test_an_endpoint_that_is_down_stops_the_job_at_once(folder, monkeypatc
 
 
 async def test_extracted_entities_are_reviewed_then_applied_and_undone(folder):
-    fake = FakeBackend()
+    fake = StreamingNotesBackend()
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
         await open_document(app, pilot, "runbook.md")
         await pilot.press("ctrl+e")
-        await wait_until(pilot, lambda: isinstance(app.screen, ProposalsScreen))
+        await until(pilot, lambda: isinstance(app.screen, ProposalsScreen))
         review = app.screen
         assert not app.session.dirty_paths  # nothing written yet
         new = review.query_one("#new-entities", SelectionList)
@@ -402,12 +319,12 @@ async def test_extracted_entities_are_reviewed_then_applied_and_undone(folder):
 
 
 async def test_cancelling_the_review_writes_nothing(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeBackend())
+    app = WorkbenchApp(folder, backend_factory=lambda settings: StreamingNotesBackend())
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         await open_document(app, pilot, "runbook.md")
         await pilot.press("ctrl+e")
-        await wait_until(pilot, lambda: isinstance(app.screen, ProposalsScreen))
+        await until(pilot, lambda: isinstance(app.screen, ProposalsScreen))
         await pilot.press("escape")
         await settle(app, pilot)
         assert not isinstance(app.screen, ProposalsScreen)
@@ -415,7 +332,7 @@ async def test_cancelling_the_review_writes_nothing(folder):
 
 
 async def test_one_job_at_a_time(folder, monkeypatch):
-    fake = FakeBackend(delay=1.0)
+    fake = StreamingNotesBackend(delay=1.0)
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
@@ -429,11 +346,11 @@ async def test_one_job_at_a_time(folder, monkeypatch):
         assert app.job is job and not isinstance(app.screen, ContextualizeScreen)
         assert sum("still running" in m for _, m, _ in seen) == 2
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.job is None)
+        await until(pilot, lambda: app.job is None)
 
 
 async def test_palette_offers_the_model_commands(folder):
-    fake = FakeBackend(delay=1.0)
+    fake = StreamingNotesBackend(delay=1.0)
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
@@ -452,7 +369,7 @@ async def test_palette_offers_the_model_commands(folder):
         hits = [h async for h in WorkbenchCommands(screen).search("cancel job")]
         assert hits and str(hits[0].text) == "Cancel model job"
         hits[0].command()
-        await wait_until(pilot, lambda: app.job is None)
+        await until(pilot, lambda: app.job is None)
         assert all(hasattr(app if action.startswith("app.") else screen, f"action_{action.removeprefix('app.')}")
                    for _, _, action, _ in COMMANDS)
 
@@ -498,7 +415,7 @@ async def test_the_settings_screen_shows_the_chosen_ggufs_self_test_verdict(fold
         assert verdict.outcome == ("ok" if kind == "ok" else "crashed")
     wanted = {"ok": "ok (kept " + time.strftime("%Y-%m-%d %H:%M", time.localtime(verdict.checked)) + ")" if kind == "ok" else "",
               "crash": "crashed (SIGSEGV)", "untested": "not run yet"}[kind]
-    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeBackend(),
+    app = WorkbenchApp(folder, backend_factory=lambda settings: StreamingNotesBackend(),
                        model_settings=ModelSettings("gguf", model_path=str(model)))
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
@@ -507,7 +424,7 @@ async def test_the_settings_screen_shows_the_chosen_ggufs_self_test_verdict(fold
         modal = app.screen
         assert isinstance(modal, ModelSettingsScreen)
         text = lambda: modal.query_one("#current").render().plain  # noqa: E731
-        await wait_until(pilot, lambda: "looking" not in text(), timeout=20)
+        await until(pilot, lambda: "looking" not in text(), timeout=20)
         line = next(line for line in text().splitlines() if line.startswith("Self-test"))
         assert line[15:].strip() == wanted, text()
         await pilot.press("escape")

@@ -10,13 +10,9 @@ from textual.command import CommandList, CommandPalette
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 
+from pilot import settle
+
 DOC = '---\ntitle: "One"\nchunks:\n  - id: a:b\n    context: "x"\n---\n\n<Chunk id="a:b">\nSome text here.\n</Chunk>\n'
-
-
-async def settle(app, pilot):
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.pause()
 
 
 async def palette_hits(app, pilot, query: str) -> list[str]:

@@ -404,8 +404,9 @@ def test_the_probe_and_the_doctor_import_neither_textual_nor_llama_cpp():
 async def test_the_workbench_shows_a_failed_self_test_as_one_notification(tmp_path, monkeypatch):
     """The real LlamaBackend (through the app's default backend factory) on a fake GGUF whose
     self-test child dies of SIGSEGV: one error notification, the job ends, the app lives on."""
-    from test_app import SIZE, open_document, settle, started
-    from test_model_jobs import RUNBOOK, notifications, start_contextualize, wait_until
+    from pilot import SIZE, open_document, settle, started
+    from test_model_jobs import RUNBOOK, start_contextualize
+    from pilot import notifications, until
 
     from ctxfst_tui.ui.app import WorkbenchApp
     from ctxfst_tui.services.jobs import ModelSettings
@@ -421,7 +422,7 @@ async def test_the_workbench_shows_a_failed_self_test_as_one_notification(tmp_pa
         await open_document(app, pilot, "runbook.md")
         seen = notifications(app, monkeypatch)
         await start_contextualize(app, pilot)
-        await wait_until(pilot, lambda: app.job is None, timeout=60)
+        await until(pilot, lambda: app.job is None, timeout=60)
         await settle(app, pilot)
         errors = [(t, m) for t, m, s in seen if s == "error"]
         assert errors == [("Contextualizing runbook.md: model error",
@@ -433,7 +434,7 @@ async def test_the_workbench_shows_a_failed_self_test_as_one_notification(tmp_pa
         # a second job asks the kept verdict: the same notification, no new child, still alive
         seen.clear()
         await start_contextualize(app, pilot)
-        await wait_until(pilot, lambda: app.job is None, timeout=60)
+        await until(pilot, lambda: app.job is None, timeout=60)
         await settle(app, pilot)
         assert [m for _, m, s in seen if s == "error"] == [errors[0][1]] and len(p.runs) == 1
         assert app.is_running
@@ -480,8 +481,9 @@ def _wait_for_runs(p: Probe, within: float = 20.0) -> None:
 async def test_escape_cancels_a_job_while_its_self_test_runs(tmp_path, monkeypatch):
     """A probe child that sleeps (60 s timeout): escape ends the job as cancelled within about a
     second, the child and its own child are gone, and no verdict is kept (the next job probes again)."""
-    from test_app import SIZE, open_document, settle, started
-    from test_model_jobs import RUNBOOK, notifications, start_contextualize, wait_until
+    from pilot import SIZE, open_document, settle, started
+    from test_model_jobs import RUNBOOK, start_contextualize
+    from pilot import notifications, until
 
     from ctxfst_tui.ui.app import WorkbenchApp
     from ctxfst_tui.services.jobs import ModelSettings
@@ -497,11 +499,11 @@ async def test_escape_cancels_a_job_while_its_self_test_runs(tmp_path, monkeypat
         await open_document(app, pilot, "runbook.md")
         seen = notifications(app, monkeypatch)
         await start_contextualize(app, pilot)
-        await wait_until(pilot, lambda: bool(p.runs), timeout=30)  # the self-test child is running
+        await until(pilot, lambda: bool(p.runs), timeout=30)  # the self-test child is running
         [(child, grandchild, _model)] = p.runs
         assert alive(int(child)) and app.job is not None
         await pilot.press("escape")
-        took = await wait_until(pilot, lambda: app.job is None, timeout=5)
+        took = await until(pilot, lambda: app.job is None, timeout=5)
         await settle(app, pilot)
         assert took < 2.0, took
         assert _wait_gone(int(child), int(grandchild), within=1.0)

@@ -26,7 +26,7 @@ from ctxfst_tui.ui.screens.modals.recovery import RecoveryScreen
 from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.document.source_view import SourceView
-from test_app import SIZE, open_document, settle, started
+from pilot import SIZE, notifications, open_document, settle, started, until
 from test_entity_panel import BACKEND, FRONTEND, show_entities, to_clusters
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,6 +185,7 @@ async def test_a_file_changed_on_disk_since_is_a_conflict_shown_with_its_diff_an
 
     app.journal.release()  # its process would end here: the kernel drops its lock
     app = WorkbenchApp(folder)
+    notified = notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         modal = await recovery_offered(app, pilot)
         (conflict,) = modal.conflicts
@@ -199,7 +200,7 @@ async def test_a_file_changed_on_disk_since_is_a_conflict_shown_with_its_diff_an
         held = app.session.document(folder / "backend.md")
         assert held.dirty and "entities: [entity:javascript, entity:node]" in held.text
         assert (folder / "backend.md").read_text(encoding="utf-8") == theirs
-        assert any("changed on disk" in n.message for n in app._notifications)
+        assert any("changed on disk" in message for _, message, _ in notified)
         await pilot.press("u")  # undo goes back to what the disk holds now
         await settle(app, pilot)
         assert held.text == theirs and not held.dirty
@@ -260,22 +261,16 @@ def slow_writer(monkeypatch) -> tuple[threading.Event, list[list[str]], list[int
     return release, calls, active
 
 
-async def wait_until(pilot, condition, timeout: float = 5.0) -> None:
-    start = time.monotonic()
-    while not condition():
-        assert time.monotonic() - start < timeout
-        await pilot.pause(0.02)
-
-
 async def test_an_edit_made_during_a_slow_save_stays_unsaved(folder, monkeypatch):
     release, calls, _ = slow_writer(monkeypatch)
     app = WorkbenchApp(folder)
+    notified = notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
         await merge_js(app, pilot)
         merged_front = app.session.document(folder / "frontend.md").text
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: calls)  # the worker is writing now
+        await until(pilot, lambda: calls)  # the worker is writing now
         screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))  # typed meanwhile
         front = app.session.document(folder / "frontend.md")
         assert "ReactJS" in front.text
@@ -289,7 +284,7 @@ async def test_an_edit_made_during_a_slow_save_stays_unsaved(folder, monkeypatch
         tree = screen.query_one(DocumentTree)
         assert tree.unsaved(folder / "frontend.md") and not tree.unsaved(folder / "backend.md")
         assert "1 unsaved" in app.sub_title
-        assert any("edited while saving" in n.message for n in app._notifications)
+        assert any("edited while saving" in message for _, message, _ in notified)
         await journaled(folder, pilot, 1)  # the unsaved edit is journaled; the saved document is not
         assert b"ReactJS" in all_entries(folder)[0].data
 
@@ -297,18 +292,19 @@ async def test_an_edit_made_during_a_slow_save_stays_unsaved(folder, monkeypatch
 async def test_one_save_at_a_time_a_second_ctrl_s_saves_again_after(folder, monkeypatch):
     release, calls, active = slow_writer(monkeypatch)
     app = WorkbenchApp(folder)
+    notified = notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
         await merge_js(app, pilot)
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: calls)
+        await until(pilot, lambda: calls)
         screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
         await pilot.press("ctrl+s")  # while the first save is writing
         await pilot.pause()
-        assert any("Saving…" in n.message for n in app._notifications)
+        assert any("Saving…" in message for _, message, _ in notified)
         release.set()
         await settle(app, pilot)
-        await wait_until(pilot, lambda: not app.session.dirty_paths)
+        await until(pilot, lambda: not app.session.dirty_paths)
         await settle(app, pilot)
         front, back = on_disk(folder)
         assert "ReactJS" in front and MERGED in front and "entity:javascript" in back
@@ -320,6 +316,7 @@ async def test_one_save_at_a_time_a_second_ctrl_s_saves_again_after(folder, monk
 async def test_a_save_over_a_file_changed_on_disk_writes_nothing_and_keeps_the_edits(folder):
     original = on_disk(folder)
     app = WorkbenchApp(folder)
+    notified = notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         await merge_js(app, pilot)
@@ -329,7 +326,7 @@ async def test_a_save_over_a_file_changed_on_disk_writes_nothing_and_keeps_the_e
         await settle(app, pilot)
         assert on_disk(folder) == (original[0], theirs)  # all or nothing: frontend.md is not written either
         assert app.session.dirty_paths == {folder / "frontend.md", folder / "backend.md"}
-        errors = [n.message for n in app._notifications if n.severity == "error"]
+        errors = [message for _, message, severity in notified if severity == "error"]
         assert any("backend.md" in m and "changed on disk" in m for m in errors)
         await journaled(folder, pilot, 2)  # the edits stay protected
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from rich.style import Style
 
-import hashlib
 import shutil
 import threading
 from pathlib import Path
@@ -18,7 +17,6 @@ import pytest
 from textual.widgets import TabbedContent, TextArea
 
 from conftest import SAMPLE_DOCS
-from ctxfst_tui.core.llm.base import Cancelled, Completion
 from ctxfst_tui.core.summary import load_store
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.workbench.commands import COMMANDS
@@ -27,55 +25,12 @@ from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.jobs.status import JobStatus
 from ctxfst_tui.ui.widgets.summary.tree import SummaryPane, SummaryTree
-from test_app import SIZE, open_document, settle, started
-from test_model_jobs import notifications, wait_until
+from pilot import SIZE, open_document, settle, started
+from pilot import notifications, until
+from fakes import BlockingStoryBackend
 
 STORY = SAMPLE_DOCS / "novels" / "the-keeper-of-gull-rock.txt"
 EDITED_PHRASE = "like paper left in the sun"  # the middle of chapter two's first scene
-
-
-class FakeSummarizer:
-    """The Backend protocol for summaries: counts calls, answers a name-free summary that depends on the
-    prompt (it passes the quality gate). ``script``: answers to give first, in order. ``block_at``: that
-    call (1-based) waits until the cancel event is set, then raises :class:`Cancelled`, like a slow model
-    whose user pressed escape."""
-
-    name = "fake"
-    chat = False
-    model_id = "fake-summarizer"
-    context_size = 4096
-
-    def __init__(self, *, script: list[str] | None = None, block_at: int | None = None) -> None:
-        self.calls = 0
-        self.finished = 0
-        self.script = list(script or [])
-        self.block_at = block_at
-        self.blocked = threading.Event()
-        self.cancelled = threading.Event()
-        self.threads: set[str] = set()
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split()) * 4 // 3 + 1
-
-    def complete(self, prompt, *, max_tokens=None, stop=None, temperature=None, cancel=None, on_token=None):
-        self.calls += 1
-        self.threads.add(threading.current_thread().name)
-        if self.block_at is not None and self.calls >= self.block_at:
-            self.blocked.set()
-            while cancel is None or not cancel.wait(0.01):
-                pass
-            self.cancelled.set()
-            raise Cancelled("cancelled")
-        if self.script:
-            text = self.script.pop(0)
-        else:
-            tag = hashlib.sha256(prompt.encode()).hexdigest()[:6]
-            text = f" moves the story on in part {tag} and everyone there talks about it."
-        for word in text.split(" "):
-            if on_token is not None:
-                on_token(word + " ")
-        self.finished += 1
-        return Completion(text, self.count_tokens(prompt), len(text.split()), "stop")
 
 
 @pytest.fixture
@@ -96,8 +51,19 @@ def status(app: WorkbenchApp, node_id: str) -> str:
     return pane_of(app).tree.views[node_id].status
 
 
+def node_of(tree: SummaryTree, node_id: str):
+    """The tree's node for a summary node id, found through the public Tree API (root and children)."""
+    stack = [tree.root]
+    while stack:
+        node = stack.pop()
+        if node.data == node_id:
+            return node
+        stack.extend(node.children)
+    raise AssertionError(f"{node_id} is not in the summary tree")
+
+
 def label_of(tree: SummaryTree, node_id: str) -> str:
-    node = tree._tree_nodes_by_id[node_id]
+    node = node_of(tree, node_id)
     return tree.render_label(node, tree.rich_style, tree.rich_style).plain
 
 
@@ -110,7 +76,7 @@ async def choose_document(app: WorkbenchApp, pilot, relative: str) -> None:
     order = [node.data for node in (tree.get_node_at_line(i) for i in range(tree.last_line + 1))]
     steps = order.index(target) - tree.cursor_line
     await pilot.press(*(["down" if steps > 0 else "up"] * abs(steps)), "enter")
-    await wait_until(pilot, lambda: app.screen.current == target)
+    await until(pilot, lambda: app.screen.current == target)
 
 
 def record_jobs(app: WorkbenchApp, monkeypatch) -> list:
@@ -131,7 +97,7 @@ async def open_summary(app: WorkbenchApp, pilot, relative: str = "novels/story.t
     await open_document(app, pilot, relative)
     await pilot.press("5")
     pane = pane_of(app)
-    await wait_until(pilot, lambda: pane.view is not None)
+    await until(pilot, lambda: pane.view is not None)
     await pilot.pause()
     return pane
 
@@ -148,7 +114,7 @@ async def move_to(pilot, tree: SummaryTree, node_id: str) -> None:
             continue
         # open the chapter that holds it
         chapter = node_id.split(".")[0]
-        if chapter in order and not tree._tree_nodes_by_id[chapter].is_expanded:
+        if chapter in order and not node_of(tree, chapter).is_expanded:
             await pilot.press(*(["down" if order.index(chapter) > tree.cursor_line else "up"]
                                 * abs(order.index(chapter) - tree.cursor_line)))
             await pilot.press("space")
@@ -161,7 +127,7 @@ async def summarize(app: WorkbenchApp, pilot, pane: SummaryPane, node_id: str) -
     """Highlight ``node_id``, press s, wait for the job to end."""
     await move_to(pilot, pane.tree, node_id)
     await pilot.press("s")
-    await wait_until(pilot, lambda: app.job is None)
+    await until(pilot, lambda: app.job is None)
     await settle(app, pilot)
 
 
@@ -179,7 +145,7 @@ async def test_the_summary_tab_opens_the_novel_in_a_worker_and_shows_its_tree(fo
         return original(path, session)
 
     monkeypatch.setattr(app_module, "open_novel", spy)
-    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
         await pilot.press("5")
@@ -220,13 +186,13 @@ async def test_the_summary_tab_opens_the_novel_in_a_worker_and_shows_its_tree(fo
 
 
 async def test_empty_and_error_states(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         await open_document(app, pilot, "binary.txt")
         await pilot.press("5")
         pane = pane_of(app)
-        await wait_until(pilot, lambda: pane.has_class("-error"))
+        await until(pilot, lambda: pane.has_class("-error"))
         assert pane.status_text == "✗ binary.txt: not a text file"
         assert "\n" not in pane.status_text and pane.view is None
 
@@ -241,7 +207,7 @@ async def test_empty_and_error_states(folder):
 
 
 async def test_run_a_chapter_nodes_go_pending_running_done_and_fill_in(folder, monkeypatch):
-    fake = FakeSummarizer()
+    fake = BlockingStoryBackend()
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
@@ -259,7 +225,7 @@ async def test_run_a_chapter_nodes_go_pending_running_done_and_fill_in(folder, m
         await move_to(pilot, pane.tree, "c1")
         await pilot.press("s")
         assert [(j.kind, j.node, j.total) for j in jobs] == [("summarize", "c1", 3)]
-        await wait_until(pilot, lambda: app.job is None)
+        await until(pilot, lambda: app.job is None)
         await settle(app, pilot)
 
         # every node of the chapter started, then finished, scenes before their chapter
@@ -289,7 +255,7 @@ async def test_run_a_chapter_nodes_go_pending_running_done_and_fill_in(folder, m
 
 
 async def test_escape_cancels_a_running_summary_and_leaves_pending_nodes(folder, monkeypatch):
-    fake = FakeSummarizer(block_at=2)  # the first scene is summarized, the second call waits for escape
+    fake = BlockingStoryBackend(block_at=2)  # the first scene is summarized, the second call waits for escape
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
@@ -297,8 +263,8 @@ async def test_escape_cancels_a_running_summary_and_leaves_pending_nodes(folder,
         told = notifications(app, monkeypatch)
         await move_to(pilot, pane.tree, "c1")
         await pilot.press("s")
-        await wait_until(pilot, fake.blocked.is_set)
-        await wait_until(pilot, lambda: status(app, "c1.s2") == "running")
+        await until(pilot, fake.blocked.is_set)
+        await until(pilot, lambda: status(app, "c1.s2") == "running")
         assert status(app, "c1.s1") == "done" and status(app, "c1") == "pending"
         assert label_of(pane.tree, "c1.s2").startswith("… Scene 2")
         line = screen.query_one(JobStatus).text
@@ -307,7 +273,7 @@ async def test_escape_cancels_a_running_summary_and_leaves_pending_nodes(folder,
         assert "esc cancels" in pane.status_text
 
         await pilot.press("escape")
-        took = await wait_until(pilot, lambda: app.job is None, timeout=3)
+        took = await until(pilot, lambda: app.job is None, timeout=3)
         assert took < 1.5 and fake.cancelled.is_set()
         await settle(app, pilot)
         # the cancelled node is pending again, the finished one kept, nothing after it ran
@@ -320,14 +286,14 @@ async def test_escape_cancels_a_running_summary_and_leaves_pending_nodes(folder,
         fake.block_at = None
         calls = fake.calls
         await pilot.press("s")
-        await wait_until(pilot, lambda: app.job is None)
+        await until(pilot, lambda: app.job is None)
         await settle(app, pilot)
         assert fake.calls - calls == 2
         assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["done"] * 3
 
 
 async def test_a_rejected_answer_is_retried_then_the_node_is_flagged_failed(folder):
-    fake = FakeSummarizer(script=["", ""])  # the first scene: empty twice
+    fake = BlockingStoryBackend(script=["", ""])  # the first scene: empty twice
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
@@ -341,14 +307,14 @@ async def test_a_rejected_answer_is_retried_then_the_node_is_flagged_failed(fold
 
 
 async def test_keys_are_answered_while_the_summary_job_runs(folder):
-    fake = FakeSummarizer(block_at=1)
+    fake = BlockingStoryBackend(block_at=1)
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
         pane = await open_summary(app, pilot)
         await pilot.press("b")  # the whole book
         assert app.job is not None and app.job.node is None and app.job.total == 10
-        await wait_until(pilot, fake.blocked.is_set)
+        await until(pilot, fake.blocked.is_set)
         tree = pane.tree
         line = tree.cursor_line
         await pilot.press("down")
@@ -363,25 +329,25 @@ async def test_keys_are_answered_while_the_summary_job_runs(folder):
         assert app.job is not None and app.job.node is None
         assert not fake.cancelled.is_set() and fake.finished == 0  # all of it while the model was busy
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.job is None, timeout=3)
+        await until(pilot, lambda: app.job is None, timeout=3)
         await settle(app, pilot)
         assert all(v.status in ("pending", "skipped") for v in tree.views.values())
 
 
 async def test_another_novel_while_a_job_runs_then_back(folder):
     shutil.copy(STORY, folder / "novels" / "other.txt")
-    fake = FakeSummarizer(block_at=2)
+    fake = BlockingStoryBackend(block_at=2)
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         pane = await open_summary(app, pilot)
         await move_to(pilot, pane.tree, "c1")
         await pilot.press("s")
-        await wait_until(pilot, lambda: status(app, "c1.s2") == "running")
+        await until(pilot, lambda: status(app, "c1.s2") == "running")
 
         # the other novel (same ids): none of the job's node changes or progress land on it
         await choose_document(app, pilot, "novels/other.txt")
-        await wait_until(pilot, lambda: pane.path == folder / "novels" / "other.txt" and pane.view is not None)
+        await until(pilot, lambda: pane.path == folder / "novels" / "other.txt" and pane.view is not None)
         await pilot.pause(0.2)
         assert pane.job is None and "node" not in pane.status_text.split("—")[0]
         assert {v.status for v in pane.tree.views.values()} <= {"pending", "skipped"}
@@ -392,13 +358,13 @@ async def test_another_novel_while_a_job_runs_then_back(folder):
         assert pane.path == folder / "novels" / "story.txt" and pane.job is app.job
         assert status(app, "c1.s1") == "done" and status(app, "c1.s2") == "running"
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.job is None, timeout=3)
+        await until(pilot, lambda: app.job is None, timeout=3)
         await settle(app, pilot)
         assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["done", "pending", "pending"]
 
 
 async def test_a_stale_node_is_marked_after_the_source_changes_and_r(folder, monkeypatch):
-    fake = FakeSummarizer()
+    fake = BlockingStoryBackend()
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
@@ -411,7 +377,7 @@ async def test_a_stale_node_is_marked_after_the_source_changes_and_r(folder, mon
         path.write_text(text.replace(EDITED_PHRASE, "like paper left by the fire"), encoding="utf-8")
         told = notifications(app, monkeypatch)
         await pilot.press("r")
-        await wait_until(pilot, lambda: status(app, "c2.s1") == "stale")
+        await until(pilot, lambda: status(app, "c2.s1") == "stale")
         await settle(app, pilot)
         assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["stale", "stale", "done"]
         assert label_of(pane.tree, "c2.s1").startswith("~ Scene 1")
@@ -431,7 +397,7 @@ async def test_a_stale_node_is_marked_after_the_source_changes_and_r(folder, mon
 
 
 async def test_three_columns_when_wide(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
     async with app.run_test(size=(200, 60)) as pilot:
         await started(app, pilot)
         pane = await open_summary(app, pilot)
@@ -442,7 +408,7 @@ async def test_three_columns_when_wide(folder):
 
 
 async def test_the_pane_stacks_at_80x24_and_everything_is_visible(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
         pane = await open_summary(app, pilot)
@@ -456,7 +422,7 @@ async def test_the_pane_stacks_at_80x24_and_everything_is_visible(folder):
 
 
 async def test_long_titles_are_cut_so_word_counts_stay_in_sight_at_120_columns(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
         pane = await open_summary(app, pilot)
@@ -478,7 +444,7 @@ async def test_long_titles_are_cut_so_word_counts_stay_in_sight_at_120_columns(f
 
 
 async def test_the_status_line_wraps_between_counts_never_inside_one(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: FakeSummarizer())
+    app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
     async with app.run_test(size=(96, 30)) as pilot:
         await started(app, pilot)
         pane = await open_summary(app, pilot)
@@ -501,7 +467,7 @@ def test_palette_entries_and_binding_ids():
 
 
 async def test_palette_summarize_book_runs_on_the_novel_shown(folder, monkeypatch):
-    fake = FakeSummarizer()
+    fake = BlockingStoryBackend()
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
@@ -510,7 +476,7 @@ async def test_palette_summarize_book_runs_on_the_novel_shown(folder, monkeypatc
         app.screen.action_summarize_book()
         await pilot.pause()
         assert [(j.node, j.scope) for j in jobs] == [(None, "the book")]
-        await wait_until(pilot, lambda: app.job is None)
+        await until(pilot, lambda: app.job is None)
         await settle(app, pilot)
         assert fake.calls == 10
         assert all(v.status in ("done", "skipped") for v in pane_of(app).tree.views.values())

@@ -8,6 +8,8 @@ from ctxfst_tui.config import config_dir
 from ctxfst_tui.ui import themes
 from ctxfst_tui.ui.themes import load_themes, user_themes_dir
 
+from pilot import notifications
+
 SHIPPED = {"ctxfst-dark", "ctxfst-light", "ctxfst-high-contrast"}
 
 
@@ -49,9 +51,10 @@ async def test_the_app_offers_a_user_theme_and_reports_a_broken_one(tmp_path):
     (mine / "sea.toml").write_text('name = "sea"\nprimary = "#0a5f7a"\nbackground = "#001018"\ndark = true\n')
     (mine / "bad.toml").write_text("primary = = 1")
     app = WorkbenchApp(tmp_path, backend_factory=lambda s: None, watch_disk=False)
+    notified = notifications(app)
     async with app.run_test() as pilot:
         await pilot.pause()
-        assert any("bad.toml: theme skipped" in str(n.message) for n in app._notifications)
+        assert any("bad.toml: theme skipped" in message for _, message, _ in notified)
         assert "sea" in app.available_themes
         app.theme = "sea"
         await pilot.pause()

@@ -1,0 +1,78 @@
+"""Helpers for the Pilot tests of the workbench, written once.
+
+Every Pilot test drives the App as a user would; what they share is how to wait: for the workers
+to finish (``settle``), for a condition that takes a few message hops (``until``), and how to open
+a document from the tree. The disk-watch worker never finishes, so ``settle`` never waits for it.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from ctxfst_tui.ui.app import WorkbenchApp
+from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+
+SIZE = (160, 45)
+
+
+async def settle(app: WorkbenchApp, pilot) -> None:
+    """Let workers finish and their messages (and any mounts they cause) be handled."""
+    running = [w for w in app.workers if w.group != "watch"]
+    if running:  # wait_for_complete([]) would wait for every worker, the endless watch too
+        await app.workers.wait_for_complete(running)
+    await pilot.pause()
+    await pilot.pause()
+
+
+async def started(app: WorkbenchApp, pilot) -> WorkbenchScreen:
+    await settle(app, pilot)
+    assert isinstance(app.screen, WorkbenchScreen)
+    return app.screen
+
+
+async def open_document(app: WorkbenchApp, pilot, document: str | Path) -> None:
+    """Walk the tree cursor with Up/Down to ``document`` (relative to the folder, or a full path)
+    and press Enter, as a user would."""
+    tree = app.screen.query_one(DocumentTree)
+    target = app.folder / document
+    tree.focus()
+    order = [node.data for node in (tree.get_node_at_line(i) for i in range(tree.last_line + 1))]
+    assert target in order, f"{document} is not in the tree"
+    key = "down" if order.index(target) > tree.cursor_line else "up"
+    for _ in range(len(order)):
+        if tree.cursor_node is not None and tree.cursor_node.data == target:
+            break
+        await pilot.press(key)
+    assert tree.cursor_node is not None and tree.cursor_node.data == target
+    await pilot.press("enter")
+    await settle(app, pilot)
+    assert app.screen.current == target
+
+
+async def until(pilot, condition: Callable[[], object], timeout: float = 10.0) -> float:
+    """Pause until ``condition()`` holds; the seconds it took. Fails after ``timeout`` seconds
+    (messages between panes and workers take a few hops on a busy machine)."""
+    t0 = time.monotonic()
+    while not condition():
+        assert time.monotonic() - t0 < timeout, f"timed out after {timeout} s"
+        await pilot.pause(0.02)
+    return time.monotonic() - t0
+
+
+def notifications(app: WorkbenchApp, monkeypatch=None) -> list[tuple[str, str, str]]:
+    """(title, message, severity) of every notification the App shows from now on (all of them when
+    called before ``run_test``). Recorded through the public ``App.notify``."""
+    seen: list[tuple[str, str, str]] = []
+    original = app.notify
+
+    def notify(message, *, title="", severity="information", **kw):
+        seen.append((str(title), str(message), str(severity)))
+        return original(message, title=title, severity=severity, **kw)
+
+    if monkeypatch is not None:
+        monkeypatch.setattr(app, "notify", notify)
+    else:
+        app.notify = notify  # the App is the test's own: nothing to restore
+    return seen
