@@ -22,7 +22,7 @@ from ctxfst_tui.core.format.validate import NEGATION
 if TYPE_CHECKING:
     from ctxfst_tui.core.diagnosis.dependencies import DependencyCycle
     from ctxfst_tui.core.diagnosis.similarity import SimilarPair
-    from ctxfst_tui.core.diagnosis.terms import TfIdf
+    from ctxfst_tui.core.diagnosis.terms import ChunkVectors
 
 REF_FIELDS = ("preconditions", "postconditions", "state_refs")
 
@@ -132,7 +132,7 @@ class WorkspaceIndex:
         self.exact_tokens = True
         self.weak: dict[int, list[str]] = {}  # by chunk order
         self.cycles: list[DependencyCycle] = []
-        self.tfidf: TfIdf | None = None
+        self.tfidf: ChunkVectors | None = None
 
     @property
     def chunks(self) -> list[IndexedChunk]:

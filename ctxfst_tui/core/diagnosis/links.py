@@ -14,10 +14,10 @@ from rapidfuzz.distance import OSA
 from ctxfst_tui.core.diagnosis.catalog import GENERIC_ENTITY_NAMES
 from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk
 from ctxfst_tui.core.diagnosis.mentions import Mentions, appears, fold_form, slug_words
-from ctxfst_tui.core.diagnosis.terms import stemmed_terms
 from ctxfst_tui.core.diagnosis.wording import json_ref, quote_list, show_ref
 from ctxfst_tui.core.entities.aliases import acronym_of, fingerprint, numeronym_of
 from ctxfst_tui.core.format.document import jsonable
+from ctxfst_tui.core.text.words import stemmed_terms
 
 MAX_CHUNK_ENTITIES = 6
 OPERATIONAL_TYPES = frozenset({"state", "action", "goal", "agent", "evidence"})

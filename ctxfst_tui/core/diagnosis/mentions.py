@@ -10,8 +10,8 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ctxfst_tui.core.diagnosis.terms import stemmed_terms
 from ctxfst_tui.core.entities.aliases import fingerprint
+from ctxfst_tui.core.text.words import stemmed_terms
 
 if TYPE_CHECKING:
     from ctxfst_tui.core.diagnosis.index import IndexedEntity

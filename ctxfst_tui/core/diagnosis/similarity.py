@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, WorkspaceIndex
-from ctxfst_tui.core.diagnosis.terms import TfIdf, jaccard, word_set
+from ctxfst_tui.core.diagnosis.terms import ChunkVectors, jaccard, word_set
 
 SIMILARITY_THRESHOLD = 0.6  # the reference's Jaccard of context+content word sets
 COSINE_THRESHOLD = 0.5  # TF-IDF cosine of context+content (stemmed, stopwords removed)
@@ -31,7 +31,7 @@ def similarity(ws: WorkspaceIndex) -> None:
     """Score candidate pairs once for the whole workspace; every pair within a document is a candidate."""
     chunks = ws.chunks
     texts = [c.context + "\n" + c.content for c in chunks]
-    ws.tfidf = tf = TfIdf(texts)
+    ws.tfidf = tf = ChunkVectors(texts)
     words = [word_set(t.replace("\n", " ")) for t in texts]
     pairs = set(tf.candidates())
     for d in ws.diags:  # the reference compares every pair within a document
