@@ -29,18 +29,28 @@ LLAMA_STAMP := $(VENV)/.llama-$(LLAMA_KEY)
 # Every pip call takes llama-cpp-python only as the wheel built above, never from pip's cache.
 PIP_LLAMA := --find-links $(LLAMA_WHEELS) --only-binary llama-cpp-python
 
-.PHONY: run test setup conformance clean-venv rebuild-llama llama-wheel
+.PHONY: run test test-fast setup conformance clean-venv rebuild-llama llama-wheel
 
 run: $(STAMP)
 	$(VENV)/bin/ctxfst-tui sample_docs
 
+# One worker per CPU (-n auto); the tests sharing a loaded model, a server or a wheel stay on one
+# worker (--dist loadgroup, the xdist_group marks set in tests/conftest.py). Bytecode is cached
+# (__pycache__, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: without it every worker
+# and every child process the tests start compiles the package and re-rewrites the test modules.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto --dist loadgroup
+
 test: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache --no-logo
-	$(PY) -m pytest -q
+	$(PYTEST)
 	@if [ -f "$(SHARED)/conformance/check.py" ]; then \
 		echo "== conformance suite ($(SHARED)/conformance)"; \
 		$(PY) "$(SHARED)/conformance/check.py" --cli "$(CURDIR)/$(VENV)/bin/ctxfst-tui"; \
 	else echo "== ../shared/conformance not found: conformance suite skipped"; fi
+
+# The inner loop: everything but the Pilot/snapshot tests, real processes and the real model.
+test-fast: $(STAMP)
+	$(PYTEST) -m "not ui and not slow and not model"
 
 conformance: $(STAMP)
 	$(PY) "$(SHARED)/conformance/check.py" --cli "$(CURDIR)/$(VENV)/bin/ctxfst-tui" -v
