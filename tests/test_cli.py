@@ -21,14 +21,24 @@ def run(*args, cwd=ROOT):
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
+def run_here(capsys, *args) -> subprocess.CompletedProcess:
+    """:func:`run` without a child process: ``main`` in this one, its output read from capsys (an
+    uncaught exception fails the test). The entry point itself runs as a process in the graph,
+    pipe and terminal tests below."""
+    capsys.readouterr()
+    status = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), status, out, err)
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE_FILES))
 @pytest.mark.parametrize("command", ["validate", "export", "diagnose"])
-def test_no_traceback_on_hostile_files(hostile_dir, tmp_path, name, command):
+def test_no_traceback_on_hostile_files(hostile_dir, tmp_path, capsys, name, command):
     path = hostile_dir / name
     args = [command, path]
     if command == "export":
         args += ["--output", tmp_path / "out.json"]
-    p = run(*args)
+    p = run_here(capsys, *args)
     assert "Traceback" not in p.stderr + p.stdout
     assert p.returncode in (0, 1)
     if command == "export" and p.returncode == 1:
@@ -298,15 +308,15 @@ def _write_doc(tmp_path, undefined_link: bool) -> Path:
 
 
 @pytest.mark.parametrize("mode", [[], ["--json"], ["-j"], ["--level", "fix"], ["-j", "-l", "suggest"]])
-def test_diagnose_exits_1_iff_an_error_finding(tmp_path, mode):
+def test_diagnose_exits_1_iff_an_error_finding(tmp_path, capsys, mode):
     bad, good = _write_doc(tmp_path, True), _write_doc(tmp_path, False)
     for doc, want in ((bad, 1), (good, 0)):
-        p = run("diagnose", doc, *mode, "--json")  # read the findings from JSON whatever the mode
+        p = run_here(capsys, "diagnose", doc, *mode, "--json")  # read the findings from JSON whatever the mode
         severities = {i["severity"] for i in json.loads(p.stdout)["issues"]}
         assert ("error" in severities) == (want == 1), severities
-        q = run("diagnose", doc, *mode)
+        q = run_here(capsys, "diagnose", doc, *mode)
         assert q.returncode == want, (doc.name, mode, q.stdout[-500:])
-    folder = run("diagnose", tmp_path, *mode)  # a folder: 1 when any document has an error
+    folder = run_here(capsys, "diagnose", tmp_path, *mode)  # a folder: 1 when any document has an error
     assert folder.returncode == 1
 
 
