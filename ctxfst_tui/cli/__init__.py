@@ -14,13 +14,13 @@ import sys
 from typing import Sequence
 
 from ctxfst_tui import __version__
-from ctxfst_tui.cli import chunking, contextualize, doctor, documents, entities, summary, workbench
+from ctxfst_tui.cli import chunking, contextualize, doctor, documents, entities, retrieval, summary, workbench
 from ctxfst_tui.cli.chunking import add_chunk_options
 from ctxfst_tui.cli.common import CliError
 from ctxfst_tui.cli.model_options import add_app_model_options, add_model_options
 
 SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph", "chunk", "convert", "entities", "contextualize", "summarize",
-               "serve", "doctor")
+               "index", "query", "eval", "serve", "doctor")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("--reprobe", action="store_true", help="run the models' self-tests again, even when a verdict is kept")
     dr.add_argument("--json", action="store_true")
     dr.set_defaults(func=doctor.cmd_doctor)
+
+    retrieval.add_parsers(sub)
     return p
 
 

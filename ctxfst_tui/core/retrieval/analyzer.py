@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from ctxfst_tui.core.text.stopwords import ENGLISH_STOPWORDS
+
 # Han, Hiragana, Katakana, Hangul, CJK punctuation is not included (it separates runs)
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -31,8 +33,9 @@ def analyze(text: str) -> str:
 
 
 def query_terms(text: str) -> list[str]:
-    """The distinct terms of a query after analysis, lower-cased, in order (for "matched terms")."""
-    seen, out = set(), []
+    """The distinct terms of a query after analysis, lower-cased, in order, stop words left out
+    (what "matched terms" lists)."""
+    seen, out = set(ENGLISH_STOPWORDS), []
     for term in analyze(text).split():
         for part in re.findall(rf"[^\W_]+|[{_CJK}]+", term):
             t = part.casefold()

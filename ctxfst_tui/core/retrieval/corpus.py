@@ -112,11 +112,12 @@ def _add_chunk(corpus: Corpus, chunk: CorpusChunk, record: dict[str, Any]) -> No
             corpus.entities[eid].chunks.append(chunk.key)
 
 
-def _headings_before(text: str, offset: int) -> str:
-    """The heading path (``A > B > C``) in force at ``offset`` of a Markdown body."""
+def _heading_path(text: str, start: int, end: int) -> str:
+    """The heading path (``A > B > C``) of the span ``start:end`` of a Markdown body, down to its
+    own first heading when it has one."""
     from ctxfst_tui.core.contextualize.material import breadcrumb, headings
 
-    return breadcrumb(headings(text), offset, offset + 1)[1]
+    return breadcrumb(headings(text), start, end)[1]
 
 
 def _from_document(corpus: Corpus, doc: Document, label: str, embed: str) -> None:
@@ -127,10 +128,10 @@ def _from_document(corpus: Corpus, doc: Document, label: str, embed: str) -> Non
         _add_entity(corpus, e.data)
         if isinstance(e.data, dict):
             corpus.export["entities"].append(e.data)
-    starts = {c.id: c.content_span.start for c in doc.body_chunks}
+    spans = {c.id: (c.content_span.start, c.content_span.end) for c in doc.body_chunks}
     text = doc.text
     for rec in records:
-        crumb = _headings_before(text, starts.get(rec["id"], 0))
+        crumb = _heading_path(text, *spans.get(rec["id"], (0, 1)))
         context = rec.get("context") if isinstance(rec.get("context"), str) else ""
         content = rec["content"] if isinstance(rec["content"], str) else ""
         chunk = CorpusChunk(
@@ -189,7 +190,7 @@ def _from_export(corpus: Corpus, path: Path, embed: str) -> None:
         content = rec.get("content") if isinstance(rec.get("content"), str) else ""
         context = rec.get("context") if isinstance(rec.get("context"), str) else ""
         source = rec.get("source") if isinstance(rec.get("source"), str) else label
-        crumb = _headings_before(content, 0) if content.lstrip().startswith("#") else ""
+        crumb = _heading_path(content, 0, len(content)) if content.lstrip().startswith("#") else ""
         chunk = CorpusChunk(
             key=f"{source}#{rec['id']}", chunk_id=rec["id"], document=source, breadcrumb=crumb,
             content=content, context=context, tags=_strings(rec.get("tags")), entities=_strings(rec.get("entities")),
