@@ -1,5 +1,8 @@
-"""The in-process core: documents, validation, export, graphs.
+"""The in-process core, one package per concept: the CtxFST format, workspaces, chunking,
+entities, diagnosis, retrieval, shared text tools, model backends, contextualize, summaries, and
+the environment report (``doctor``).
 
-Nothing under ``core`` may import textual or rich (a test checks ``sys.modules``), so the
-headless command line and scripts can use it without a terminal UI.
+Nothing under ``core`` imports textual or rich, nor the layers above it (``services``, ``ui``,
+``cli``): import-linter contracts in ``pyproject.toml`` check both, so the headless command
+line and scripts can use the core without a terminal UI.
 """

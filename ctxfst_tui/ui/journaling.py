@@ -6,7 +6,7 @@ thread (bytes) and a thread worker writes them. Further changes within ``DELAY``
 gathered into one more write when that time is up, so a burst of edits costs two writes and the
 last edit is on disk at most ``DELAY`` seconds plus one small write after it was made. Journaling starts only once the folder's old
 journal, if any, has been offered back (recovered or discarded): until then it is left alone.
-Each app journals into its own locked session (``core.journal``), so a second app on the same
+Each app journals into its own locked session (``core.workspace.journal``), so a second app on the same
 folder never offers the first one's live edits, and only sessions that ended are offered.
 """
 from __future__ import annotations

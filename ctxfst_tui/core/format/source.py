@@ -20,7 +20,7 @@ _RARE_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
 
 def _break_ends(text: str) -> list[int]:
     """Offsets just past every line break of ``text``, in order."""
-    if not any(c in text for c in _RARE_BREAKS):  # the common case, 5x faster than the regex
+    if not any(c in text for c in _RARE_BREAKS):  # the common case: str.find is cheaper than the regex
         out, pos = [], text.find("\n")
         while pos != -1:
             out.append(pos + 1)

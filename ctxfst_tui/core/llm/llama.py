@@ -6,7 +6,7 @@
 * llama.cpp is not safe for concurrent calls on one context: every call holds the
   instance's lock; a call waiting for the lock still honours its cancel event.
 * Cancellation is checked between prompt-evaluation slices (``prefill_slice`` tokens, 64 by
-  default: ~0.1 s for the bundled model on two cores, more for big models on a CPU) and
+  default: a cancel waits for one slice at most, whose time grows with the model) and
   between generated tokens, so a set event stops the call within a second.
 * Temperature 0 is reproducible: a prompt is always evaluated in the same batches,
   whatever was evaluated before (see :meth:`LlamaBackend._prefill`).

@@ -162,8 +162,8 @@ class ChunkMap(ScrollView, can_focus=True):
         return segs
 
     # ------------------------------------------------------------ scrolling (never animated)
-    # ScrollView's keys animate the scroll (about 0.2 s of frames per page), so pagedown cost
-    # several times a frame; like Tree, the map jumps straight to the new offset.
+    # ScrollView's keys animate the scroll (several frames per page), so a key press would cost
+    # many renders; like Tree, the map jumps straight to the new offset.
     def _jump(self, x: float | None = None, y: float | None = None) -> None:
         self.scroll_to(x, y, animate=False, immediate=True)
 

@@ -2,8 +2,8 @@
 
 A Line-API ScrollView (like the chunk map): opening a document splits its text into lines once
 and sets the virtual size; only the rows on screen are ever rendered. Tabs are expanded and
-control characters replaced by visible stand-ins per rendered line, so a 3 MB novel opens in
-milliseconds and a key press costs the same on it as on a small file. There is no soft wrap:
+control characters replaced by visible stand-ins per rendered line, so opening a long novel costs
+one split into lines and a key press costs the same on it as on a small file. There is no soft wrap:
 long lines scroll sideways (left/right move the cursor column and the view follows).
 
 Keys: up/down, pageup/pagedown, home/end (start/end of the line), ctrl+home/ctrl+end (first/last
