@@ -305,3 +305,133 @@ def test_api_key_from_the_environment(monkeypatch):
     b = OpenAIBackend("http://h:1/v1", model="m")
     assert b._headers()["Authorization"] == "Bearer secret"
     assert b.info()["api_key"] is True
+
+
+class _StreamHandler(http.server.BaseHTTPRequestHandler):
+    """Answers a completion as server-sent events: ``events`` one by one, ``pause`` seconds apart.
+    ``declared`` > 0 announces that many body bytes and closes before sending them all (a lost
+    connection); otherwise the body ends when the connection closes."""
+
+    events: list[dict] = []
+    pause = 0.0
+    declared = 0
+    hits = 0
+    closed_at: list[float] = []
+
+    def do_POST(self):  # noqa: N802
+        type(self).hits += 1
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        if self.declared:
+            self.send_header("Content-Length", str(self.declared))
+        self.end_headers()
+        try:
+            for event in self.events:
+                self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                self.wfile.flush()
+                time.sleep(self.pause)
+        except OSError:  # the client hung up
+            type(self).closed_at.append(time.perf_counter())
+        self.close_connection = True
+
+    def log_message(self, *args):  # quiet
+        pass
+
+
+def _stream_server(events: list[dict], pause: float = 0.0, declared: int = 0):
+    handler = type("S", (_StreamHandler,), {"events": events, "pause": pause, "declared": declared,
+                                            "hits": 0, "closed_at": []})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return srv, handler
+
+
+def _piece(text: str, finish: str | None = None) -> dict:
+    return {"choices": [{"text": text, "finish_reason": finish}]}
+
+
+def test_streamed_pieces_reach_on_token_in_order():
+    srv, h = _stream_server([_piece(" Par"), _piece("is"), _piece(".", "stop")])
+    try:
+        pieces: list[str] = []
+        c = OpenAIBackend(f"http://127.0.0.1:{srv.server_port}/v1/completions", model="m").complete("hi", on_token=pieces.append)
+        assert pieces == [" Par", "is", "."] and c.text == " Paris." and c.finish_reason == "stop" and h.hits == 1
+    finally:
+        srv.shutdown()
+
+
+def test_cancel_between_tokens_of_a_slow_stream():
+    srv, h = _stream_server([_piece(f" {n}") for n in range(100)], pause=0.3)
+    try:
+        b = OpenAIBackend(f"http://127.0.0.1:{srv.server_port}/v1/completions", model="m", timeout=30)
+        cancel = threading.Event()
+        pieces: list[str] = []
+
+        def on_token(piece: str) -> None:
+            pieces.append(piece)
+            if len(pieces) == 2:
+                threading.Timer(0.1, cancel.set).start()  # while the server is between two tokens
+
+        t0 = time.perf_counter()
+        with pytest.raises(Cancelled):
+            b.complete("hi", cancel=cancel, on_token=on_token)
+        assert time.perf_counter() - t0 < 2.0 and pieces == [" 0", " 1"]
+        deadline = time.monotonic() + 3
+        while not h.closed_at and time.monotonic() < deadline:  # the server sees the connection closed
+            time.sleep(0.05)
+        assert h.closed_at and h.hits == 1
+    finally:
+        srv.shutdown()
+
+
+def test_a_connection_lost_mid_answer_is_not_retried():
+    srv, h = _stream_server([_piece(" Par")], declared=10_000)
+    try:
+        b = OpenAIBackend(f"http://127.0.0.1:{srv.server_port}/v1/completions", model="m", retries=3, backoff=0.01)
+        with pytest.raises(EndpointError) as exc:
+            b.complete("hi")
+        assert "lost mid-answer" in str(exc.value) and h.hits == 1
+    finally:
+        srv.shutdown()
+
+
+def test_a_stream_without_finish_reason_is_retried_then_reported():
+    srv, h = _stream_server([_piece(" Par")])
+    try:
+        b = OpenAIBackend(f"http://127.0.0.1:{srv.server_port}/v1/completions", model="m", retries=1, backoff=0.01)
+        with pytest.raises(EndpointError) as exc:
+            b.complete("hi")
+        assert "ended the answer early" in str(exc.value) and "after 2 attempts" in str(exc.value) and h.hits == 2
+    finally:
+        srv.shutdown()
+
+
+def test_an_error_event_in_the_stream_is_reported():
+    srv, h = _stream_server([{"error": {"message": "model crashed"}}])
+    try:
+        b = OpenAIBackend(f"http://127.0.0.1:{srv.server_port}/v1/completions", model="m", retries=3, backoff=0.01)
+        with pytest.raises(EndpointError) as exc:
+            b.complete("hi")
+        assert "model crashed" in str(exc.value) and h.hits == 1
+    finally:
+        srv.shutdown()
+
+
+async def test_a_blocking_call_from_async_code_still_answers():
+    srv, _ = _stream_server([_piece(" ok", "stop")])
+    try:
+        c = OpenAIBackend(f"http://127.0.0.1:{srv.server_port}/v1/completions", model="m").complete("hi")
+        assert c.text == " ok"
+    finally:
+        srv.shutdown()
+
+
+def test_the_model_is_listed_when_not_given():
+    srv, _ = _http_server(200, b"{}")  # /v1/models is a GET: this handler has none
+    try:
+        with pytest.raises(EndpointError) as exc:
+            OpenAIBackend(f"http://127.0.0.1:{srv.server_port}/v1/completions").complete("hi")
+        assert "HTTP 501" in str(exc.value) and "--model" in str(exc.value)
+    finally:
+        srv.shutdown()

@@ -1,36 +1,43 @@
 """A backend for any OpenAI-compatible HTTP endpoint (llama.cpp server, vLLM, Ollama, OpenAI).
 
-Standard library only (``urllib``). Responses are streamed (server-sent events) so a
-cancel event stops a call within a fraction of a second; the HTTP exchange runs in a helper
-thread while the calling thread watches the cancel event and the read timeout.
+HTTP goes through httpx. A completion is streamed (server-sent events) by an asyncio task in the
+calling thread, which looks at the cancel event every :data:`CANCEL_POLL` seconds and cancels the
+task when it is set: that closes the connection wherever the exchange is (connecting, waiting for
+the first byte, between two tokens). httpx's blocking client cannot be interrupted that way.
 
 * ``endpoint``: ``http://host:port``, ``.../v1``, ``.../v1/completions`` or
   ``.../v1/chat/completions``. The last two fix the API; otherwise ``api`` decides
   (``"chat"`` by default: remote servers mostly serve instruct models).
 * ``api_key``: given, or read from ``CTXFST_TUI_API_KEY`` / ``OPENAI_API_KEY``.
+* ``timeout``: seconds allowed to connect and for each wait on the server during a completion;
+  ``connect_timeout``: the same for listing the served models.
 * Retries: connection errors, timeouts before the first token, HTTP 408/409/425/429 and 5xx
   are retried ``retries`` times with exponential backoff (``backoff * 2**attempt`` s).
 * :meth:`complete_many` keeps up to ``concurrency`` requests in flight.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import queue
-import socket
+import ssl
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence, TypeVar
+
+import httpx
 
 from ctxfst_tui.core.llm.base import Cancelled, Completion, ContextOverflow, EndpointError, GenerationDefaults, ModelError, TokenCallback, check_cancel
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 API_KEY_ENV = ("CTXFST_TUI_API_KEY", "OPENAI_API_KEY")
-_END = object()
+CANCEL_POLL = 0.05  # seconds between two looks at the cancel event while the server is silent
+
+T = TypeVar("T")
 
 
 class _Incomplete(Exception):
@@ -40,6 +47,61 @@ class _Incomplete(Exception):
 class _Empty(Exception):
     """The server answered 200 with no event at all (llama_cpp.server does so for a streamed
     request it rejects, e.g. one past the context): ask again without streaming for the error."""
+
+
+class _HTTPStatus(Exception):
+    """The server answered with an error status; ``detail`` is its message, on one line."""
+
+    def __init__(self, code: int, detail: str):
+        super().__init__(f"HTTP {code}")
+        self.code = code
+        self.detail = detail
+
+
+@dataclass
+class _Answer:
+    """What one exchange received: streamed pieces, or the lines of a plain JSON body."""
+
+    chat: bool
+    parts: list[str] = field(default_factory=list)
+    finish: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
+    first: float | None = None
+    plain: list[str] = field(default_factory=list)
+    streamed: bool = False
+
+    def take(self, line: str, url: str, on_token: TokenCallback | None, emitted: list[bool]) -> bool:
+        """Take one line of the body; True once the stream says it is done."""
+        text = line.strip()
+        if not text:
+            return False
+        if not text.startswith("data:"):
+            self.plain.append(line)  # a server that ignored stream=true
+            return False
+        payload = text[5:].strip()
+        self.streamed = True
+        if payload == "[DONE]":
+            return True
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            return False
+        if isinstance(event.get("error"), (dict, str)):
+            raise EndpointError(f"{url}: {_error_text(event['error'])}")
+        if event.get("usage"):
+            self.usage = event["usage"]
+        for choice in event.get("choices") or []:
+            piece = (choice.get("delta") or {}).get("content") if self.chat else choice.get("text")
+            if piece:
+                if self.first is None:
+                    self.first = time.perf_counter()
+                self.parts.append(piece)
+                emitted[0] = True
+                if on_token is not None:
+                    on_token(piece)
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
+        return False
 
 
 def split_endpoint(endpoint: str, api: str | None = None) -> tuple[str, str]:
@@ -94,6 +156,7 @@ class OpenAIBackend:
         self.concurrency = max(1, int(concurrency))
         self.defaults = GenerationDefaults(max_tokens, temperature, tuple(stop))
         self.extra = dict(extra or {})
+        self._ssl: ssl.SSLContext | None = None
 
     # ------------------------------------------------------------ protocol
     @property
@@ -143,16 +206,24 @@ class OpenAIBackend:
             h["Authorization"] = f"Bearer {self.api_key}"
         return h
 
+    def _tls(self) -> ssl.SSLContext:
+        """One TLS context for all this backend's clients: building one reads the CA bundle."""
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()
+        return self._ssl
+
     def _first_model(self) -> str:
-        req = urllib.request.Request(f"{self.base_url}/models", headers=self._headers())
+        url = f"{self.base_url}/models"
         try:
-            with urllib.request.urlopen(req, timeout=self.connect_timeout) as resp:
-                data = json.loads(resp.read().decode("utf-8"))
-            return str(data["data"][0]["id"])
-        except urllib.error.HTTPError as exc:
-            raise EndpointError(f"{self.base_url}/models answered HTTP {exc.code}; give the model name with --model") from exc
-        except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError) as exc:
-            raise EndpointError(f"cannot list the models of {self.base_url} ({_reason(exc)}); give the model name with --model") from exc
+            resp = httpx.get(url, headers=self._headers(), timeout=self.connect_timeout, verify=self._tls(), follow_redirects=True)
+        except (httpx.RequestError, OSError) as exc:
+            raise EndpointError(f"cannot list the models of {self.base_url} ({_reason(exc, self.connect_timeout)}); give the model name with --model") from exc
+        if resp.status_code >= 400:
+            raise EndpointError(f"{url} answered HTTP {resp.status_code}; give the model name with --model")
+        try:
+            return str(resp.json()["data"][0]["id"])
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise EndpointError(f"cannot list the models of {self.base_url} ({_reason(exc, self.connect_timeout)}); give the model name with --model") from exc
 
     def _payload(self, prompt: str, max_tokens: int, stop: list[str], temperature: float, stream: bool = True) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature, "stream": stream}
@@ -165,130 +236,63 @@ class OpenAIBackend:
         body.update(self.extra)
         return body
 
-    def _open(self, body: dict[str, Any], cancel: threading.Event | None) -> tuple[Any, "queue.Queue"]:
-        """Start the request in a helper thread; returns (holder, queue of SSE lines / exceptions / _END)."""
-        q: queue.Queue = queue.Queue()
-        holder: dict[str, Any] = {}
-        data = json.dumps(body).encode("utf-8")
-        req = urllib.request.Request(self.url, data=data, headers=self._headers(), method="POST")
-
-        def run() -> None:
-            try:
-                resp = urllib.request.urlopen(req, timeout=self.timeout)
-                holder["resp"] = resp
-                if holder.get("closed"):
-                    resp.close()
-                    return
-                q.put(("status", resp.status))
-                for raw in resp:
-                    q.put(("line", raw))
-                q.put((_END, None))
-            except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
-                q.put(("error", exc))
-
-        threading.Thread(target=run, name="ctxfst-openai-request", daemon=True).start()
-        return holder, q
+    async def _receive(self, body: dict[str, Any], cancel: threading.Event | None,
+                       on_token: TokenCallback | None, emitted: list[bool]) -> _Answer:
+        """POST ``body`` and read the answer line by line as it arrives."""
+        answer = _Answer(self.chat)
+        async with httpx.AsyncClient(timeout=self.timeout, verify=self._tls(), follow_redirects=True) as client:
+            async with client.stream("POST", self.url, json=body, headers=self._headers()) as resp:
+                if resp.status_code >= 400:
+                    raw = (await resp.aread()).decode("utf-8", "replace")
+                    raise _HTTPStatus(resp.status_code, _http_detail(raw))
+                async for line in resp.aiter_lines():
+                    check_cancel(cancel)
+                    if answer.take(line, self.url, on_token, emitted):
+                        break
+        return answer
 
     @staticmethod
-    def _close(holder: dict[str, Any]) -> None:
-        holder["closed"] = True
-        resp = holder.get("resp")
-        if resp is not None:
-            try:
-                resp.close()
-            except Exception:  # pragma: no cover
-                pass
-
-    def _events(self, holder: dict, q: "queue.Queue", cancel: threading.Event | None) -> Iterator[tuple[str, Any]]:
-        idle_since = time.monotonic()
+    async def _until_cancelled(work: Coroutine[Any, Any, T], cancel: threading.Event | None) -> T:
+        """Await ``work``; cancel it (closing its connection) as soon as ``cancel`` is set."""
+        task = asyncio.ensure_future(work)
         while True:
-            try:
-                kind, value = q.get(timeout=0.05)
-            except queue.Empty:
-                if cancel is not None and cancel.is_set():
-                    self._close(holder)
-                    raise Cancelled("cancelled")
-                if time.monotonic() - idle_since > self.timeout:
-                    self._close(holder)
-                    raise socket.timeout(f"no data for {self.timeout:g} s")
-                continue
-            idle_since = time.monotonic()
+            done, _ = await asyncio.wait({task}, timeout=None if cancel is None else CANCEL_POLL)
+            if done:
+                return task.result()
             if cancel is not None and cancel.is_set():
-                self._close(holder)
+                task.cancel()
+                await asyncio.wait({task})
+                if not task.cancelled():
+                    task.exception()  # it ended as it was cancelled: the cancel wins, its outcome is dropped
                 raise Cancelled("cancelled")
-            if kind is _END:
-                return
-            if kind == "error":
-                raise value
-            yield kind, value
 
     def _attempt(self, prompt: str, max_tokens: int, stop: list[str], temperature: float,
                  cancel: threading.Event | None, on_token: TokenCallback | None, emitted: list[bool],
                  stream: bool = True) -> Completion:
         t0 = time.perf_counter()
         body = self._payload(prompt, max_tokens, stop, temperature, stream)
-        holder, q = self._open(body, cancel)
-        parts: list[str] = []
-        finish = ""
-        usage: dict[str, Any] = {}
-        first: float | None = None
-        plain: list[bytes] = []
-        streamed = False
-        try:
-            for kind, value in self._events(holder, q, cancel):
-                if kind != "line":
-                    continue
-                line = value.decode("utf-8", "replace").strip()
-                if not line:
-                    continue
-                if not line.startswith("data:"):
-                    plain.append(value)  # a server that ignored stream=true
-                    continue
-                payload = line[5:].strip()
-                streamed = True
-                if payload == "[DONE]":
-                    break
-                try:
-                    event = json.loads(payload)
-                except ValueError:
-                    continue
-                if isinstance(event.get("error"), (dict, str)):
-                    raise EndpointError(f"{self.url}: {_error_text(event['error'])}")
-                if event.get("usage"):
-                    usage = event["usage"]
-                for choice in event.get("choices") or []:
-                    piece = (choice.get("delta") or {}).get("content") if self.chat else choice.get("text")
-                    if piece:
-                        if first is None:
-                            first = time.perf_counter()
-                        parts.append(piece)
-                        emitted[0] = True
-                        if on_token is not None:
-                            on_token(piece)
-                    if choice.get("finish_reason"):
-                        finish = choice["finish_reason"]
-        finally:
-            self._close(holder)
-        if plain and not parts:  # non-streamed JSON answer
+        answer = _run(self._until_cancelled(self._receive(body, cancel, on_token, emitted), cancel))
+        parts, finish, usage = answer.parts, answer.finish, answer.usage
+        if answer.plain and not parts:  # non-streamed JSON answer
             try:
-                event = json.loads(b"".join(plain).decode("utf-8"))
+                event = json.loads("\n".join(answer.plain))
                 choice = event["choices"][0]
                 parts = [(choice.get("message") or {}).get("content") or "" if self.chat else choice.get("text") or ""]
                 finish = choice.get("finish_reason") or finish
                 usage = event.get("usage") or usage
             except (ValueError, KeyError, IndexError, TypeError) as exc:
                 raise EndpointError(f"{self.url} sent a response that is not an OpenAI completion") from exc
-        elif not parts and not streamed and not stream:
+        elif not parts and not answer.streamed and not stream:
             raise EndpointError(f"{self.url} sent an empty response")
-        if not streamed and not plain and stream:
+        if not answer.streamed and not answer.plain and stream:
             raise _Empty()
-        if streamed and not finish:
+        if answer.streamed and not finish:
             raise _Incomplete(f"the stream ended after {len(parts)} pieces without a finish reason")
         text = "".join(parts)
         end = time.perf_counter()
         prompt_tokens = int(usage.get("prompt_tokens") or self.count_tokens(prompt))
         completion_tokens = int(usage.get("completion_tokens") or (self.count_tokens(text) if text else 0))
-        return Completion(text, prompt_tokens, completion_tokens, finish or "stop", False, end - t0, (first or end) - t0)
+        return Completion(text, prompt_tokens, completion_tokens, finish or "stop", False, end - t0, (answer.first or end) - t0)
 
     def complete(
         self,
@@ -317,8 +321,8 @@ class OpenAIBackend:
             except _Incomplete as exc:
                 last = (f"the server ended the answer early ({exc}); llama_cpp.server does this to a stream when "
                         f"another request arrives unless started with --interrupt_requests False")
-            except urllib.error.HTTPError as exc:
-                detail = _http_detail(exc)
+            except _HTTPStatus as exc:
+                detail = exc.detail
                 if exc.code in RETRY_STATUS and not emitted[0]:
                     last = f"HTTP {exc.code}{': ' + detail if detail else ''}"
                 else:
@@ -332,10 +336,10 @@ class OpenAIBackend:
                     if exc.code == 404:
                         raise EndpointError(f"{self.url} not found (HTTP 404): check the endpoint URL and the model name {self.model!r}") from exc
                     raise EndpointError(f"{self.url} answered HTTP {exc.code}{': ' + detail if detail else ''}") from exc
-            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as exc:
+            except (httpx.RequestError, OSError) as exc:
                 if emitted[0]:
-                    raise EndpointError(f"connection to {self.url} lost mid-answer ({_reason(exc)})") from exc
-                last = _reason(exc)
+                    raise EndpointError(f"connection to {self.url} lost mid-answer ({_reason(exc, self.timeout)})") from exc
+                last = _reason(exc, self.timeout)
             if attempt < self.retries:
                 delay = self.backoff * (2 ** attempt)
                 if cancel is not None:
@@ -371,18 +375,43 @@ def complete_many(backend: Any, prompts: Sequence[str], *, max_tokens: int | Non
     return results
 
 
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError):
-        r = exc.reason
-        if isinstance(r, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(r, (socket.timeout, TimeoutError)):
-            return "timed out"
-        return str(r)
-    if isinstance(exc, (socket.timeout, TimeoutError)):
-        return f"timed out ({exc})" if str(exc) else "timed out"
-    if isinstance(exc, ConnectionRefusedError):
+def _run(work: Coroutine[Any, Any, T]) -> T:
+    """Run ``work`` to the end on a new event loop; in a thread of its own when this one already
+    runs a loop (a blocking call from async code, which asyncio.run refuses)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxfst-openai") as pool:
+        return pool.submit(asyncio.run, work).result()
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it wraps (causes, contexts, grouped exceptions), nearest first."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ()), *(a for a in e.args if isinstance(a, BaseException))]
+
+
+def _reason(exc: BaseException, timeout: float) -> str:
+    """Why an exchange failed, in a few words for the user."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"timed out (no connection within {timeout:g} s)"
+    if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
+        return f"timed out (no data for {timeout:g} s)"
+    causes = list(_causes(exc))
+    if any(isinstance(e, ConnectionRefusedError) for e in causes):
         return "connection refused"
+    if isinstance(exc, httpx.ConnectError):  # name resolution, unreachable network, TLS: the system's words
+        system = next((e for e in causes if isinstance(e, OSError) and e.errno is not None), None)
+        if system is not None:
+            return str(system)
     return str(exc) or type(exc).__name__
 
 
@@ -392,11 +421,8 @@ def _error_text(err: Any) -> str:
     return str(err)
 
 
-def _http_detail(exc: urllib.error.HTTPError) -> str:
-    try:
-        raw = exc.read().decode("utf-8", "replace")
-    except Exception:
-        return exc.reason if isinstance(exc.reason, str) else ""
+def _http_detail(raw: str) -> str:
+    """The message in an error answer's body (OpenAI's ``error``, FastAPI's ``detail``), on one line."""
     try:
         data = json.loads(raw)
         if isinstance(data, dict):
