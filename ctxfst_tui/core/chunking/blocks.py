@@ -186,9 +186,8 @@ class ParsedDoc:
             return
         if mode == "markdown" and len(norm) >= _PARALLEL_MIN and _np is not None:
             # mistune (Python) in a worker while this thread runs the tokenizer, which releases the
-            # GIL. (Sharing the encoding between the two threads was tried and measured: two
-            # tiktoken encodings at once run at 1.4x one, not 2x, on this kind of machine, and the
-            # gain was lost to the hand-overs.)
+            # GIL. (The encoding stays on one thread: two encodings at once gain less than the
+            # hand-overs between the threads cost.)
             try:
                 future = _parse_pool().submit(self._analyse, norm, opts)
             except RuntimeError:  # interpreter shutting down

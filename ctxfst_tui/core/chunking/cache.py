@@ -65,8 +65,8 @@ def gc_paused():
 
     Chunking allocates many small containers (parser tokens, blocks, pieces) and creates no
     reference cycles: everything it drops is freed by reference counting, so the collector's
-    passes over the young objects would find nothing (a corpus run then spends a sixth of its
-    time in them). The collector is switched back on as it was when the last chunking ends.
+    passes over the young objects would find nothing and only cost time. The collector is
+    switched back on as it was when the last chunking ends.
     """
     global _gc_depth, _gc_was_enabled
     with _gc_lock:
