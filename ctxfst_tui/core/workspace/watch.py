@@ -30,10 +30,11 @@ import time
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import watchfiles
 
+from ctxfst_tui.core.cancel import CancelEvent, EitherEvent
 from ctxfst_tui.core.workspace.files import NotRegularFile, read_regular_stat
 from ctxfst_tui.core.workspace.scan import (
     DOCUMENT_SUFFIXES,
@@ -53,10 +54,6 @@ Action = Literal["reload", "ask", "mark-deleted", "rescan"]
 JUNK_SUFFIXES = (".tmp", "~", ".swp", ".swx", ".swo", ".part", ".crdownload", ".summary.json", ".pyc")
 HASH_LIMIT = 64 * 1024 * 1024  # bigger files are compared by size and mtime only
 RACY_NS = 2_000_000_000  # a file changed this recently may change again within the same mtime tick
-
-
-class StopEvent(Protocol):
-    def is_set(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -95,27 +92,6 @@ def fingerprint_bytes(data: bytes, mtime_ns: int | None = None) -> Fingerprint:
     return Fingerprint(len(data), mtime_ns, digest_of(data))
 
 
-class _Stop:
-    """The watcher's own stop event or the caller's (e.g. a Textual worker's ``cancelled_event``)."""
-
-    def __init__(self, outer: StopEvent | None) -> None:
-        self.own = threading.Event()
-        self.outer = outer
-
-    def is_set(self) -> bool:
-        return self.own.is_set() or (self.outer is not None and self.outer.is_set())
-
-    def wait(self, timeout: float) -> bool:
-        """Sleep up to ``timeout`` seconds; True as soon as either event is set."""
-        deadline = time.monotonic() + timeout
-        while not self.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            self.own.wait(min(left, 0.05))
-        return True
-
-
 class FolderWatcher:
     """Batches of document changes under ``root`` (recursive), until stopped.
 
@@ -132,7 +108,7 @@ class FolderWatcher:
         self,
         root: str | os.PathLike,
         *,
-        stop_event: StopEvent | None = None,
+        stop_event: CancelEvent | None = None,
         debounce_ms: int = 800,
         step_ms: int = 150,
         poll_interval: float = 1.0,
@@ -144,7 +120,7 @@ class FolderWatcher:
         self.root = Path(root)
         self._abs_root = Path(os.path.abspath(self.root))
         self._real_root = Path(os.path.realpath(self.root))
-        self._stop = _Stop(stop_event)
+        self._stop = EitherEvent(stop_event)  # its own stop() or the caller's (a worker's cancelled_event)
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
         self.poll_interval = poll_interval
