@@ -6,6 +6,7 @@ a document from the tree. The disk-watch worker never finishes, so ``settle`` ne
 """
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Callable
@@ -15,6 +16,18 @@ from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 
 SIZE = (160, 45)
+
+# The workbench's own test folder: documents valid, invalid (a nested chunk far below the first
+# screen), broken YAML, empty, binary, Latin-1, CRLF, BOM, plus files that are not documents.
+WORKBENCH_FOLDER = Path(__file__).resolve().parent / "fixtures" / "workbench"
+VALID = (WORKBENCH_FOLDER / "valid.md").read_text(encoding="utf-8")
+INVALID = (WORKBENCH_FOLDER / "invalid.md").read_text(encoding="utf-8")
+
+
+def workbench_folder(tmp_path: Path) -> Path:
+    """A private copy of tests/fixtures/workbench/ (tests edit and delete its files)."""
+    shutil.copytree(WORKBENCH_FOLDER, tmp_path, dirs_exist_ok=True)
+    return tmp_path
 
 
 async def settle(app: WorkbenchApp, pilot) -> None:

@@ -15,73 +15,14 @@ from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.diagnosis.findings import FindingsPane
 from ctxfst_tui.ui.widgets.document.source_view import SourceView, displayable
 
-from pilot import SIZE, open_document, settle, started
+from pilot import INVALID, SIZE, VALID, open_document, settle, started, workbench_folder
 
-VALID = """\
----
-title: "A valid document"
-entities:
-  - id: entity:python
-    name: Python
-    type: skill
-chunks:
-  - id: skill:python-basics
-    tags: [Python]
-    entities: [entity:python]
-    context: "Python basics for data work"
----
-
-<Chunk id="skill:python-basics">
-Python is a language.
-</Chunk>
-"""
-
-FILLER = "".join(f"Filler line {i} so the nested chunk sits far below the first screen.\n" for i in range(120))
-
-INVALID = f"""\
----
-title: "An invalid document"
-entities:
-  - id: entity:python
-    name: Python
-    type: skill
-chunks:
-  - id: skill:outer
-    entities: [entity:python, entity:missing]
-    context: "Outer chunk"
-  - id: skill:inner
-    context: "Inner chunk"
----
-
-<Chunk id="skill:outer">
-{FILLER}  <Chunk id="skill:inner">
-Inner text.
-</Chunk>
-</Chunk>
-"""
 NESTED_LINE = INVALID.splitlines().index('  <Chunk id="skill:inner">') + 1  # 1-based, column 3
-
-BROKEN_YAML = '---\ntitle: "Broken\nentities: [a, b\n---\n\nBody.\n'
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    (tmp_path / "valid.md").write_text(VALID, encoding="utf-8")
-    (tmp_path / "invalid.md").write_text(INVALID, encoding="utf-8")
-    (tmp_path / "broken-yaml.md").write_text(BROKEN_YAML, encoding="utf-8")
-    (tmp_path / "empty.md").write_bytes(b"")
-    (tmp_path / "binary.md").write_bytes(b"PK\x03\x04\x00\x00binary\x00stuff")
-    (tmp_path / "latin1.md").write_bytes("---\ntitle: café\n---\n".encode("latin-1"))
-    notes = tmp_path / "notes"
-    (notes / "deeper").mkdir(parents=True)
-    (notes / "plain.txt").write_text("Just a plain note.\nSecond line.\n", encoding="utf-8")
-    (notes / "crlf.md").write_bytes(b'---\r\ntitle: "CRLF doc"\r\nchunks: []\r\n---\r\n\r\nBody\r\n')
-    (notes / "deeper" / "bom.ctxfst.md").write_bytes(b'\xef\xbb\xbf---\ntitle: "BOM doc"\nchunks: []\n---\nbody\n')
-    # Not documents: another suffix, a hidden folder.
-    (notes / "image.png").write_bytes(b"\x89PNG")
-    (tmp_path / ".hidden").mkdir()
-    (tmp_path / ".hidden" / "secret.md").write_text("# hidden\n", encoding="utf-8")
-    return tmp_path
+    return workbench_folder(tmp_path)
 
 
 def rules_in_table(table: FindingsPane) -> list[str]:

@@ -3,12 +3,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.workbench import disk as wb
 from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
-from pilot import SIZE, open_document, settle, until
-from test_app import VALID, folder  # noqa: F401 - the fixture
+from pilot import SIZE, VALID, open_document, settle, until, workbench_folder
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return workbench_folder(tmp_path)
 
 
 async def test_disk_changes_reach_the_workbench(folder: Path, monkeypatch) -> None:

@@ -11,8 +11,7 @@ from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
 from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
 from ctxfst_tui.ui.widgets.chunks.preview import ChunkPreview
-from test_app import VALID
-from pilot import SIZE, open_document, settle, started
+from pilot import SIZE, VALID, open_document, settle, started
 
 SECTION = (
     "The ingestion service reads documents from the queue and writes chunks to the index. "
