@@ -21,7 +21,8 @@ from ctxfst_tui.core.entities.extract import (
 )
 from ctxfst_tui.cli.entities import format_proposals
 from ctxfst_tui.core.llm import ModelError
-from ctxfst_tui.core.format.validate import VALID_ENTITY_TYPES, has_errors, validate
+from ctxfst_tui.core.format.schema import ENTITY_TYPES as VALID_ENTITY_TYPES
+from ctxfst_tui.core.format.validate import has_errors, validate
 from fakes import EntityNamer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,18 +10,15 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ctxfst_tui.core.format.schema import CHUNK_TOKENS_MAX, CHUNK_TOKENS_MIN, CHUNK_TOKENS_TARGET
 from ctxfst_tui.core.format.source import LineIndex
-
-# CtxFST size guidelines (cl100k tokens): min ~100, target 300-800, max ~1,500.
-MIN_TOKENS = 100
-TARGET_TOKENS = (300, 800)
-MAX_TOKENS = 1500
 
 
 def size_flag(tokens: int) -> str | None:
-    if tokens < MIN_TOKENS:
+    """'small' / 'large' outside the CtxFST size guidelines (cl100k tokens), else None."""
+    if tokens < CHUNK_TOKENS_MIN:
         return "small"
-    if tokens > MAX_TOKENS:
+    if tokens > CHUNK_TOKENS_MAX:
         return "large"
     return None
 
@@ -110,5 +107,5 @@ def size_summary(spans: list[ChunkSpan]) -> dict[str, Any]:
         "max": max(tokens),
         "small": sum(s.flag == "small" for s in spans),
         "large": sum(s.flag == "large" for s in spans),
-        "in_target": sum(TARGET_TOKENS[0] <= t <= TARGET_TOKENS[1] for t in tokens),
+        "in_target": sum(CHUNK_TOKENS_TARGET[0] <= t <= CHUNK_TOKENS_TARGET[1] for t in tokens),
     }

@@ -44,8 +44,10 @@ from typing import Any, Iterable
 from rapidfuzz import fuzz
 from rapidfuzz.distance import OSA
 
+from ctxfst_tui.core.format.schema import OPERATIONAL_TYPES
+from ctxfst_tui.core.text.stopwords import ACRONYM_SKIPPED_WORDS
+
 TIERS = ("sure", "review")
-OPERATIONAL_TYPES = frozenset({"state", "action", "goal", "agent", "evidence"})
 NOISE_SUFFIXES = ("js", "lang", "db", "css")  # packaging suffixes: Vue/Vue.js, Go/Golang, Mongo/MongoDB
 VENDOR_GROUPS = {
     "apache": "apache", "google": "google", "googlecloud": "google", "gcp": "google",
@@ -66,7 +68,6 @@ GENERIC_CORES = frozenset({
     "streams", "stream", "events", "api", "apis", "gateway", "studio", "code", "cli", "sdk", "web", "app",
     "apps", "one", "home", "assistant", "chat", "notebooks", "ml", "ai", "data", "platform", "services",
 })
-STOPWORDS = frozenset({"of", "and", "for", "the", "as", "from", "to", "in", "on", "with", "a", "an", "by"})
 _DIGITS = re.compile(r"\d+")
 _NUMERONYM = re.compile(r"([a-z])(\d{1,2})([a-z])")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -281,9 +282,9 @@ def _acronym_keys(long: str) -> dict[str, str]:
         out["".join(p[0] for p in parts).casefold()] = "camel"
     words = _words(long)
     if len(words) >= 2:
-        variants = [words, [w for w in words if w.lower() not in STOPWORDS]]
+        variants = [words, [w for w in words if w.lower() not in ACRONYM_SKIPPED_WORDS]]
         for _, rest in _vendor_splits(long):
-            variants.append([w for w in _words(rest) if w.lower() not in STOPWORDS])
+            variants.append([w for w in _words(rest) if w.lower() not in ACRONYM_SKIPPED_WORDS])
         for ws in variants:
             if len(ws) >= 2:
                 out["".join(w[0] for w in ws).casefold()] = "words"

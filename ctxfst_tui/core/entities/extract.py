@@ -12,7 +12,7 @@ Two sources feed the candidates:
   invent names).
 
 Candidates are normalised to a canonical name (the table's official name, else the spelling
-used in the text), an ``entity:kebab-case`` id and a CtxFST type (:data:`VALID_ENTITY_TYPES`);
+used in the text), an ``entity:kebab-case`` id and a CtxFST type (:data:`ENTITY_TYPES`);
 generic words (system, project, tool, data, ...) are dropped; a candidate that is an existing
 entity (same name or alias, or the same table entry: ``K8s`` -> ``entity:kubernetes``) is not
 duplicated — only its missing chunk links are proposed.
@@ -31,10 +31,9 @@ from typing import Any, Callable, Iterable
 
 from ctxfst_tui.core.entities.aliases import AliasTable, default_table, fingerprint
 from ctxfst_tui.core.format.document import Document
-from ctxfst_tui.core.workspace.entity_ops import CHUNK_LINK_FIELD
+from ctxfst_tui.core.format.schema import CHUNK_LINK_FIELD, ENTITY_TYPES, OPERATIONAL_TYPES
 from ctxfst_tui.core.workspace.undo import DocChange, UndoRecord
 from ctxfst_tui.core.llm.base import Cancelled, ModelError
-from ctxfst_tui.core.format.validate import VALID_ENTITY_TYPES
 
 GENERIC_WORDS = frozenset("""
 system systems project projects tool tools data service services app apps application applications team teams
@@ -259,7 +258,7 @@ def _type_for(name: str, known: str | None, model_type: str | None, source: str)
     for key in (known, name):
         if key and fingerprint(key) in TYPE_OF:
             return TYPE_OF[fingerprint(key)]
-    if model_type in VALID_ENTITY_TYPES and model_type not in ("state", "action", "goal", "agent", "evidence"):
+    if model_type in ENTITY_TYPES and model_type not in OPERATIONAL_TYPES:
         return model_type
     low = name.casefold()
     if re.search(r"\b(protocol|http|tcp|udp)\b", low):

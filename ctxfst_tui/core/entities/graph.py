@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from os import PathLike
@@ -23,21 +22,21 @@ from typing import Any
 import networkx as nx
 
 from ctxfst_tui.core.entities.profiles import (
-    WORLD_MODEL_FIELDS,
     check_export,
     co_mentioned_entities,
     collect_mentions,
     index_entities,
-    tokenize,
     truncate_words,
 )
+from ctxfst_tui.core.format.schema import EDGE_RELATIONS, WORLD_MODEL_FIELDS
+from ctxfst_tui.core.text.tfidf import TfIdf
+from ctxfst_tui.core.text.words import reference_terms
 
 __all__ = [
     "DEFAULT_MIN_SCORE",
     "DEFAULT_MODE",
     "DEFAULT_TOP_K",
     "GRAPH_MODES",
-    "VALID_EDGE_RELATIONS",
     "GraphInputError",
     "build_entity_graph",
     "detect_input_type",
@@ -52,9 +51,6 @@ GRAPH_MODES = ("contextual", "metadata")
 DEFAULT_MODE = "contextual"
 DEFAULT_TOP_K = 3
 DEFAULT_MIN_SCORE = 0.15
-VALID_EDGE_RELATIONS = frozenset(
-    {"SIMILAR", "REQUIRES", "LEADS_TO", "EVIDENCE", "IMPLIES", "COMPLETED", "BLOCKED_BY"}
-)
 SCORE_DECIMALS = 4
 
 _log = logging.getLogger(__name__)
@@ -228,37 +224,6 @@ def _graph_parts_from_profiles(data: dict[str, Any], mode: str) -> dict[str, Any
 # ---------------------------------------------------------------- similarity
 
 
-def _tfidf_vectors(texts: dict[str, str]) -> dict[str, tuple[dict[str, float], float]]:
-    """Sparse TF-IDF vector and its Euclidean norm per entity (smoothed idf, tf = count/length)."""
-    tokens_by_id = {entity_id: tokenize(text) for entity_id, text in texts.items()}
-    doc_total = len(tokens_by_id)
-    doc_freq: Counter[str] = Counter()
-    for tokens in tokens_by_id.values():
-        doc_freq.update(set(tokens))
-    idf = {term: math.log((1 + doc_total) / (1 + df)) + 1.0 for term, df in doc_freq.items()}
-
-    vectors = {}
-    for entity_id, tokens in tokens_by_id.items():
-        term_counts = Counter(tokens)
-        length = sum(term_counts.values()) or 1
-        weights = {term: (count / length) * idf[term] for term, count in term_counts.items()}
-        norm = math.sqrt(sum(weight * weight for weight in weights.values()))
-        vectors[entity_id] = (weights, norm)
-    return vectors
-
-
-def _cosine(a: tuple[dict[str, float], float], b: tuple[dict[str, float], float]) -> float:
-    """Cosine of two sparse vectors; 0 when either is empty."""
-    (weights_a, norm_a), (weights_b, norm_b) = a, b
-    if norm_a == 0.0 or norm_b == 0.0:
-        return 0.0
-    # Walk the smaller vector (the first on ties) so float sums match the reference.
-    if len(weights_a) > len(weights_b):
-        weights_a, weights_b = weights_b, weights_a
-    dot = sum(weight * weights_b.get(term, 0.0) for term, weight in weights_a.items())
-    return dot / (norm_a * norm_b)
-
-
 def _similarity_edges(
     texts: dict[str, str],
     chunk_id_sets: dict[str, set[str]],
@@ -266,13 +231,14 @@ def _similarity_edges(
     min_score: float,
 ) -> list[dict[str, Any]]:
     """Undirected SIMILAR edges: a pair is kept if either end ranks the other in its top k."""
-    vectors = _tfidf_vectors(texts)
     entity_ids = sorted(texts)
+    # As the reference: tf = count / length, smoothed idf, cosine = dot / (|a| |b|).
+    tfidf = TfIdf([Counter(reference_terms(texts[e])) for e in entity_ids], sublinear=False, normalize=False)
     pair_scores: dict[tuple[str, str], float] = {}
     candidates: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for position, first in enumerate(entity_ids):
-        for second in entity_ids[position + 1:]:
-            score = _cosine(vectors[first], vectors[second])
+        for offset, second in enumerate(entity_ids[position + 1:], position + 1):
+            score = tfidf.cosine(position, offset)
             pair_scores[(first, second)] = score
             candidates[first].append((second, score))
             candidates[second].append((first, score))
@@ -358,7 +324,7 @@ def validate_extra_edges(raw: Any, on_warning: WarningSink | None = None) -> lis
     """Normalise hand-written edges (the parsed ``--extra-edges`` file).
 
     As in the reference ``build_entity_graph.py``, the file must be a JSON array,
-    and an edge whose relation is not one of ``VALID_EDGE_RELATIONS`` (a missing
+    and an edge whose relation is not one of ``EDGE_RELATIONS`` (a missing
     relation included) is an error: GraphInputError naming the edge and the
     relation, raised before any graph is built, so no output is written.  Items
     that are not objects or lack source/target are skipped with a warning
@@ -379,10 +345,10 @@ def validate_extra_edges(raw: Any, on_warning: WarningSink | None = None) -> lis
             warn(f"extra-edges[{position}] missing source/target, skipping")
             continue
         relation = item.get("relation", "")
-        if not isinstance(relation, str) or relation not in VALID_EDGE_RELATIONS:
+        if not isinstance(relation, str) or relation not in EDGE_RELATIONS:
             raise GraphInputError(
                 f"extra-edges[{position}] has unknown relation {relation!r}, "
-                f"allowed: {', '.join(sorted(VALID_EDGE_RELATIONS))}"
+                f"allowed: {', '.join(sorted(EDGE_RELATIONS))}"
             )
         edge: dict[str, Any] = {"source": source, "target": target, "relation": relation}
         for optional in ("score", "shared_chunk_count"):

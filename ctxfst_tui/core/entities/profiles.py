@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections import Counter, defaultdict
 from typing import Any
+
+from ctxfst_tui.core.format.schema import OPERATIONAL_TYPES, WORLD_MODEL_FIELDS
+from ctxfst_tui.core.text.words import reference_terms
 
 __all__ = [
     "DEFAULT_MAX_CONTEXTS",
@@ -25,7 +27,6 @@ __all__ = [
     "collect_mentions",
     "dumps",
     "index_entities",
-    "tokenize",
     "truncate_words",
 ]
 
@@ -34,36 +35,14 @@ DEFAULT_TOP_KEYWORDS = 8
 # One long chunk must not drown the rest of an entity's representation.
 CONTENT_WORD_LIMIT = 80
 
-STOPWORDS = frozenset(
-    "a an and are as at be by for from in is it its of on or that the their "
-    "this to with".split()
-)
 # Prefix words of the representation lines: never useful as keywords.
 _REPRESENTATION_PREFIXES = frozenset(
     {"name", "type", "context", "content", "related", "tags", "aliases"}
 )
-# Entity types from the world-model extension, flagged so embeddings can tell
-# operational entities (states, actions...) from plain concepts.
-OPERATIONAL_TYPES = ("state", "action", "goal", "agent", "evidence")
-# Optional entity fields carried through unchanged to profiles and graph nodes.
-WORLD_MODEL_FIELDS = ("preconditions", "postconditions", "related_skills")
-
-# Same token shape as the reference: an ASCII letter then 1+ word-ish chars,
-# bounded by (Unicode) word boundaries; conformance depends on it exactly.
-_TOKEN_PATTERN = re.compile(r"\b[a-zA-Z][a-zA-Z0-9_-]{1,}\b")
 
 
 class ProfileInputError(ValueError):
     """The export cannot be profiled; the message is one line for the user."""
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercase terms without stopwords: the shared vocabulary of profiles and graph."""
-    return [
-        token
-        for token in _TOKEN_PATTERN.findall(text.lower())
-        if token not in STOPWORDS
-    ]
 
 
 def truncate_words(text: str, limit: int = CONTENT_WORD_LIMIT) -> str:
@@ -164,8 +143,8 @@ def _usage_keywords(
 
     Ties keep first-seen order, so the result is deterministic for a given export.
     """
-    own_terms = set(tokenize(str(entity.get("name", ""))))
-    own_terms |= set(tokenize(_joined_strings(entity.get("aliases", []))))
+    own_terms = set(reference_terms(str(entity.get("name", ""))))
+    own_terms |= set(reference_terms(_joined_strings(entity.get("aliases", []))))
     excluded = own_terms | _REPRESENTATION_PREFIXES
 
     term_counts: Counter[str] = Counter()
@@ -177,9 +156,9 @@ def _usage_keywords(
                 _joined_strings(chunk.get("tags", [])),
             )
         )
-        term_counts.update(t for t in tokenize(chunk_text) if t not in excluded)
+        term_counts.update(t for t in reference_terms(chunk_text) if t not in excluded)
         for other in co_mentioned_entities(entity["id"], chunk, entities_by_id):
-            term_counts.update(tokenize(str(other.get("name", ""))))
+            term_counts.update(reference_terms(str(other.get("name", ""))))
     return [term for term, _count in term_counts.most_common(limit)]
 
 
@@ -232,7 +211,7 @@ def _build_profile(
     if related_names:
         lines.append("related " + " ".join(sorted(related_names)))
     entity_type = entity.get("type", "")
-    if entity_type in OPERATIONAL_TYPES:
+    if isinstance(entity_type, str) and entity_type in OPERATIONAL_TYPES:  # (a list is not hashable)
         lines.append(f"operational_type: {entity_type}")
 
     profile: dict[str, Any] = {

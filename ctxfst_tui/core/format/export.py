@@ -11,10 +11,8 @@ from typing import Any, Iterable
 
 from ctxfst_tui.core.format.document import Document, jsonable
 from ctxfst_tui.core.format.findings import Finding
+from ctxfst_tui.core.format.schema import OPTIONAL_CHUNK_FIELDS
 from ctxfst_tui.core.format.validate import validate
-
-# Optional chunk fields copied when present, in the reference's record order.
-OPTIONAL_CHUNK_FIELDS = ("entities", "created_at", "version", "type", "priority", "dependencies", "state_refs")
 
 
 class ExportRefused(Exception):

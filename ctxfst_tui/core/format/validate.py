@@ -7,28 +7,15 @@ reference, frontmatter that does not parse is an error naming the YAML line and 
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from pathlib import Path
 from typing import Any
 
 from ctxfst_tui.core.format.chunk_tags import MAX_KEPT_DEPTH
 from ctxfst_tui.core.format.document import Document, Entry
 from ctxfst_tui.core.format.findings import Finding
+from ctxfst_tui.core.format.schema import (CHUNK_ID, CHUNK_TYPES, COSTS, ENTITY_TYPES, NEGATION, PRIORITIES,
+                                          STATE_REF_FIELDS, WORLD_MODEL_LISTS)
 
-VALID_ENTITY_TYPES = frozenset({
-    # descriptive types
-    "skill", "tool", "library", "framework", "platform", "database", "architecture",
-    "protocol", "concept", "domain", "product",
-    # operational (world-model) types
-    "state", "action", "goal", "agent", "evidence",
-})
-VALID_PRIORITIES = ("low", "medium", "high", "critical")
-VALID_CHUNK_TYPES = ("text", "image", "video", "audio")
-VALID_COSTS = ("low", "medium", "high")
-WORLD_MODEL_LISTS = ("preconditions", "postconditions", "related_skills", "state_refs")
-STATE_REF_FIELDS = ("preconditions", "postconditions", "state_refs")
-CHUNK_ID_FORMAT = re.compile(r"^[a-z]+:[a-z0-9-]+$")
-NEGATION = re.compile(r"^\s*(?:NOT|!)\s+", re.IGNORECASE)
 
 
 def _tname(v: Any) -> str:
@@ -102,8 +89,8 @@ class _Validator:
             else:
                 entity_types[ent_id] = e.data.get("type")
             ent_type = e.data.get("type")
-            if ent_type and (not isinstance(ent_type, str) or ent_type not in VALID_ENTITY_TYPES):
-                self.add("warning", "entity-unknown-type", f"Entity '{ent_id}': unknown type '{ent_type}', expected one of {sorted(VALID_ENTITY_TYPES)}", *self.at(e, "type"), entity_id=ent_id)
+            if ent_type and (not isinstance(ent_type, str) or ent_type not in ENTITY_TYPES):
+                self.add("warning", "entity-unknown-type", f"Entity '{ent_id}': unknown type '{ent_type}', expected one of {sorted(ENTITY_TYPES)}", *self.at(e, "type"), entity_id=ent_id)
             self.world_model_fields(e, ent_id, "Entity")
 
     def chunks(self, entity_types: dict, fm_chunks: dict[str, Entry]) -> None:
@@ -162,8 +149,8 @@ class _Validator:
             v = d["version"]
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 self.add("error", "version-invalid", f"Chunk '{cid}': 'version' must be a positive integer, got {v!r}", *self.at(c, "version"), chunk_id=cid)
-        if "priority" in d and d["priority"] not in VALID_PRIORITIES:
-            self.add("error", "priority-invalid", f"Chunk '{cid}': 'priority' must be one of {sorted(VALID_PRIORITIES)}, got {d['priority']!r}", *self.at(c, "priority"), chunk_id=cid)
+        if "priority" in d and d["priority"] not in PRIORITIES:
+            self.add("error", "priority-invalid", f"Chunk '{cid}': 'priority' must be one of {sorted(PRIORITIES)}, got {d['priority']!r}", *self.at(c, "priority"), chunk_id=cid)
         if "dependencies" in d:
             deps = d["dependencies"]
             pos = self.at(c, "dependencies")
@@ -175,8 +162,8 @@ class _Validator:
                         self.add("error", "dependency-not-string", f"Chunk '{cid}': dependency must be string ID, got {_tname(dep)}", *pos, chunk_id=cid)
                     elif dep not in all_ids:
                         self.add("warning", "dependency-unknown", f"Chunk '{cid}': dependency '{dep}' not found in chunks", *pos, chunk_id=cid)
-        if "type" in d and d["type"] not in VALID_CHUNK_TYPES:
-            self.add("error", "type-invalid", f"Chunk '{cid}': 'type' must be one of {list(VALID_CHUNK_TYPES)}, got {d['type']!r}", *self.at(c, "type"), chunk_id=cid)
+        if "type" in d and d["type"] not in CHUNK_TYPES:
+            self.add("error", "type-invalid", f"Chunk '{cid}': 'type' must be one of {list(CHUNK_TYPES)}, got {d['type']!r}", *self.at(c, "type"), chunk_id=cid)
         if "content_path" in d:
             pos = self.at(c, "content_path")
             if d.get("type") in ("image", "video", "audio"):
@@ -197,8 +184,8 @@ class _Validator:
             for item in d[key]:
                 if not isinstance(item, str):
                     self.add("error", "world-model-item-not-string", f"{context} '{def_id}': '{key}' items must be strings, got {_tname(item)}", *self.at(e, key))
-        if "cost" in d and d["cost"] not in VALID_COSTS:
-            self.add("error", "cost-invalid", f"{context} '{def_id}': 'cost' must be one of {list(VALID_COSTS)}, got {d['cost']!r}", *self.at(e, "cost"))
+        if "cost" in d and d["cost"] not in COSTS:
+            self.add("error", "cost-invalid", f"{context} '{def_id}': 'cost' must be one of {list(COSTS)}, got {d['cost']!r}", *self.at(e, "cost"))
         if "idempotent" in d and not isinstance(d["idempotent"], bool):
             self.add("error", "idempotent-invalid", f"{context} '{def_id}': 'idempotent' must be a boolean, got {d['idempotent']!r}", *self.at(e, "idempotent"))
 
@@ -249,7 +236,7 @@ class _Validator:
                 if stack:
                     self.add("error", "tag-nested", f"Nested chunk '{cid}' inside '{stack[-1][0]}' (opened at line {stack[-1][1]})", line, col, chunk_id=cid)
                 stack.append((cid, line))
-                if not CHUNK_ID_FORMAT.match(cid):
+                if not CHUNK_ID.match(cid):
                     self.add("warning", "tag-id-format", f"Invalid chunk ID format '{cid}' - use 'category:topic-name'", line, col, chunk_id=cid)
             elif stack:
                 stack.pop()

@@ -33,12 +33,9 @@ from typing import Any, Callable, Iterable
 
 from ctxfst_tui.core.format import frontmatter as fmt
 from ctxfst_tui.core.format.document import Document
-from ctxfst_tui.core.format.validate import NEGATION, VALID_ENTITY_TYPES
+from ctxfst_tui.core.format.schema import CHUNK_LINK_FIELD, ENTITY_ID, ENTITY_TYPES, NEGATION, STATE_REF_FIELDS
 from ctxfst_tui.core.workspace.undo import DocChange, EntityOpError, UndoRecord
 from ctxfst_tui.core.workspace.workspace import (
-    CHUNK_LINK_FIELD,
-    ENTITY_ID,
-    REF_FIELDS,
     Workspace,
     _editable,
     _ref_target,
@@ -88,7 +85,7 @@ def _map_list(items: list, mapping: dict[str, str | None], negatable: bool) -> l
 def _rewrite_refs(doc: Document, mapping: dict[str, str | None]) -> None:
     for section in ("entities", "chunks"):
         for index in range(len(doc.entries(section))):
-            keys = ((CHUNK_LINK_FIELD,) if section == "chunks" else ()) + REF_FIELDS
+            keys = ((CHUNK_LINK_FIELD,) if section == "chunks" else ()) + STATE_REF_FIELDS
             for key in keys:
                 data = doc.entries(section)[index].data
                 if not isinstance(data, dict) or not isinstance(data.get(key), list):
@@ -106,7 +103,7 @@ def _state_ref_ids(ws: Workspace) -> set[str]:
         for section in ("entities", "chunks"):
             for e in doc.entries(section):
                 if isinstance(e.data, dict):
-                    for key in REF_FIELDS:
+                    for key in STATE_REF_FIELDS:
                         refs = e.data.get(key)
                         if isinstance(refs, list):
                             out.update(t for t in (_ref_target(r, True) for r in refs) if t)
@@ -297,8 +294,8 @@ def update_entity(ws: Workspace, id: str, name: str | None = None, type: str | N
         raise EntityOpError("nothing to update: give a name or a type")
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise EntityOpError(f"invalid entity name {name!r}: expected a non-empty string")
-    if type is not None and type not in VALID_ENTITY_TYPES:
-        raise EntityOpError(f"unknown entity type {type!r}: expected one of {', '.join(sorted(VALID_ENTITY_TYPES))}")
+    if type is not None and type not in ENTITY_TYPES:
+        raise EntityOpError(f"unknown entity type {type!r}: expected one of {', '.join(sorted(ENTITY_TYPES))}")
     if type is not None and type != "state":
         if eid in _state_ref_ids(ws):
             raise EntityOpError(f"'{eid}' is used as a world-model state; it must stay of type 'state'")

@@ -6,13 +6,12 @@ where an entity is declared, which chunks link it, which documents are unsaved.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ctxfst_tui.core.format.document import Document
-from ctxfst_tui.core.format.validate import NEGATION
+from ctxfst_tui.core.format.schema import CHUNK_LINK_FIELD, NEGATION, STATE_REF_FIELDS
 from ctxfst_tui.core.workspace.files import same_file
 from ctxfst_tui.core.workspace.scan import iter_documents
 
@@ -20,9 +19,6 @@ if TYPE_CHECKING:
     from ctxfst_tui.core.workspace.undo import DocChange
 
 
-REF_FIELDS = ("preconditions", "postconditions", "state_refs")  # lists of (optionally negated) entity ids
-CHUNK_LINK_FIELD = "entities"
-ENTITY_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/+#@-]*$")
 
 
 @dataclass
@@ -71,7 +67,7 @@ def _references(doc: Document) -> set[str]:
         for e in doc.entries(section):
             if not isinstance(e.data, dict):
                 continue
-            keys = ((CHUNK_LINK_FIELD,) if section == "chunks" else ()) + REF_FIELDS
+            keys = ((CHUNK_LINK_FIELD,) if section == "chunks" else ()) + STATE_REF_FIELDS
             for key in keys:
                 refs = e.data.get(key)
                 if isinstance(refs, list):
@@ -156,7 +152,7 @@ class Workspace:
                 for e in doc.entries(section):
                     if not isinstance(e.data, dict):
                         continue
-                    keys = ((CHUNK_LINK_FIELD,) if section == "chunks" else ()) + REF_FIELDS
+                    keys = ((CHUNK_LINK_FIELD,) if section == "chunks" else ()) + STATE_REF_FIELDS
                     for key in keys:
                         refs = e.data.get(key)
                         if not isinstance(refs, list):

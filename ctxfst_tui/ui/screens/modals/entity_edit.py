@@ -13,7 +13,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from ctxfst_tui.core.format.validate import VALID_ENTITY_TYPES
+from ctxfst_tui.core.format.schema import ENTITY_TYPES
 from ctxfst_tui.services.analysis import EntityInfo
 
 FORM_CSS = """
@@ -80,7 +80,7 @@ class EntityEditScreen(_Form):
 
     def compose(self) -> ComposeResult:
         e = self.entity
-        types = sorted(VALID_ENTITY_TYPES | ({e.type} if e.type else set()))
+        types = sorted(ENTITY_TYPES | ({e.type} if e.type else set()))
         with Vertical(id="dialog"):
             yield Static(Content.assemble("Edit ", (e.id, "bold")), id="form-title")
             with Horizontal(classes="form-row"):
