@@ -227,14 +227,37 @@ def _one_file(corpus: Corpus, path: Path, label: str, options: ChunkOptions) -> 
     except OSError as exc:
         corpus.warnings.append(f"{path}: cannot read: {exc}; skipped")
         return
-    doc = Document(raw, path=path)
+    _add_document(corpus, Document(raw, path=path), label, options)
+
+
+def _add_document(corpus: Corpus, doc: Document, label: str, options: ChunkOptions) -> None:
     if doc.readable and isinstance(doc.data, dict) and isinstance(doc.data.get("chunks"), list):
         _from_document(corpus, doc, label, options.embed)
     elif doc.readable:
         corpus.chunker = chunker_options_json(options)
         _from_note(corpus, doc.text, label, options)
     else:
-        corpus.warnings.append(f"{path}: cannot be decoded; skipped")
+        corpus.warnings.append(f"{doc.path or label}: cannot be decoded; skipped")
+
+
+def corpus_from_documents(docs: Iterable[Document], root: str | os.PathLike, *,
+                          options: ChunkOptions | None = None) -> Corpus:
+    """The corpus of documents held in memory (the workbench's, with unsaved edits), labelled
+    relative to ``root`` as :func:`load_corpus` labels the same files read from disk."""
+    root = Path(root)
+    options = options or ChunkOptions()
+    corpus = Corpus(root=root)
+    for doc in docs:
+        if doc.path is None:
+            continue
+        try:
+            label = doc.path.relative_to(root).as_posix()
+        except ValueError:
+            label = doc.path.name
+        _add_document(corpus, doc, label, options)
+    _count_tokens(corpus.chunks)
+    _dedupe_keys(corpus)
+    return corpus
 
 
 def chunker_options_json(options: ChunkOptions) -> dict[str, Any]:

@@ -1,0 +1,125 @@
+"""The Retrieval view's state without the UI: a real LanceDB index in a temp dir, built from the
+session's in-memory documents, re-scored after each edit, queries added to queries.yaml."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ctxfst_tui.core.retrieval.embedders import BundledEmbedder
+from ctxfst_tui.core.retrieval.evaluate import load_queries
+from ctxfst_tui.core.workspace.entity_ops import add_alias
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.services.retrieval import RetrievalError, RetrievalService, split_expected
+from ctxfst_tui.services.session import Session
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "retrieval"
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+def _session(folder: Path) -> Session:
+    session = Session(folder)
+    session.adopt(Workspace.load(folder))
+    return session
+
+
+def _board(service: RetrievalService) -> dict[str, tuple[bool, int | None]]:
+    return {r.id: (r.hit, r.first_rank) for r in service.scoreboard}
+
+
+def test_the_scoreboard_scores_the_folders_queries_and_an_alias_flips_one(folder):
+    session = _session(folder)
+    service = RetrievalService(folder)  # no embedder: full-text and entity signals
+    first = service.refresh(session.snapshots())
+    assert first.stats.chunks == 3 and first.changes == []
+    assert _board(service) == {"q1-wal": (True, 1), "q2-ecmascript": (False, None)}
+    assert [r.mark for r in service.scoreboard] == ["✓", "✗"]
+
+    record = session.run(add_alias, "entity:javascript", "ECMAScript")  # in memory, not saved
+    after = service.refresh(session.snapshots(), record.description)
+    assert after.changes == ["q2-ecmascript ✗ → ✓ after add alias 'ECMAScript' to entity:javascript"]
+    assert _board(service)["q2-ecmascript"] == (True, 1)
+    assert service.history == after.changes
+    assert "ECMAScript" not in (folder / "langs.ctxfst.md").read_text()  # the index followed the unsaved edit
+    top = service.search("ECMAScript").results[0]
+    assert top.chunk_id == "lang:js" and top.entities[0].matched == "ECMAScript"
+    assert service.location(top.key) == (folder / "langs.ctxfst.md", "lang:js")
+
+    session.undo_last()
+    undone = service.refresh(session.snapshots(), "undo")
+    assert undone.changes == ["q2-ecmascript ✓ → ✗ after undo"]
+
+
+def test_why_not_this_one_gives_the_breakdown_of_a_chunk_that_did_not_come_back(folder):
+    service = RetrievalService(folder)
+    with pytest.raises(RetrievalError, match="still being built"):
+        service.search("anything")
+    service.refresh(_session(folder).snapshots())
+    answer = service.search("write-ahead log", k=1)
+    assert [r.chunk_id for r in answer.results] == ["lang:db"]
+    assert answer.results[0].signals and "write" in answer.results[0].terms
+    why = service.explain("write-ahead log", "lang:rust")
+    assert why is not None and why.chunk_id == "lang:rust" and why.score == 0.0 and why.signals == {}
+    db = service.explain("write-ahead log", "lang:db")
+    assert db.rank == 1 and db.score > 0
+    assert service.explain("write-ahead log", "no:such") is None
+    assert service.chunk_ids() == ["lang:db", "lang:js", "lang:rust"]
+
+
+def test_a_query_added_in_the_view_is_appended_to_queries_yaml_and_scored(folder):
+    service = RetrievalService(folder)
+    service.refresh(_session(folder).snapshots())
+    before = (folder / "queries.yaml").read_text()
+    q = service.add_query("garbage collector", "entity:rust")
+    assert q.id == "q3"
+    text = (folder / "queries.yaml").read_text()
+    assert text.startswith(before)  # comments and the other queries' extra fields kept as written
+    assert [x.id for x in load_queries(folder / "queries.yaml")] == ["q1-wal", "q2-ecmascript", "q3"]
+    assert yaml.safe_load(text)["queries"][2] == {"id": "q3", "query": "garbage collector",
+                                                  "expected_entities": ["entity:rust"]}
+    assert _board(service)["q3"] == (True, 1)
+    service.add_query("prototypes", "lang:js")
+    assert load_queries(folder / "queries.yaml")[-1].expected_chunks == ["lang:js"]
+    with pytest.raises(RetrievalError, match="which entities"):
+        service.add_query("no expectation", "")
+    # the next re-index re-reads the file: the added queries stay on the board
+    service.refresh(_session(folder).snapshots(), "save")
+    assert list(_board(service)) == ["q1-wal", "q2-ecmascript", "q3", "q4"]
+
+
+def test_a_folder_without_queries_yaml_gets_one_on_the_first_added_query(folder):
+    (folder / "queries.yaml").unlink()
+    service = RetrievalService(folder)
+    service.refresh(_session(folder).snapshots())
+    assert service.scoreboard == []
+    service.add_query("borrowing", "entity:rust")
+    assert [q.id for q in load_queries(folder / "queries.yaml")] == ["q1"]
+
+
+def test_a_broken_queries_file_is_reported_and_the_index_still_built(folder):
+    (folder / "queries.yaml").write_text("queries: [unclosed\n")
+    service = RetrievalService(folder)
+    got = service.refresh(_session(folder).snapshots())
+    assert got.stats.chunks == 3 and "queries.yaml" in got.queries_error and service.scoreboard == []
+
+
+def test_split_expected_tells_entities_from_chunks():
+    assert split_expected("entity:go, skill:go-runtime;entity:grpc") == (["entity:go", "entity:grpc"], ["skill:go-runtime"])
+
+
+def test_with_the_bundled_embedder_an_edited_context_re_embeds_one_chunk(folder):
+    service = RetrievalService(folder, embedder_factory=BundledEmbedder)
+    session = _session(folder)
+    cold = service.refresh(session.snapshots())
+    assert (cold.stats.embedded, cold.stats.reused) == (3, 0)
+    snaps = [(p, raw.replace(b"Where the data lives.", b"Where rows are stored durably.")) for p, raw in session.snapshots()]
+    warm = service.refresh(snaps, "context lang:db")
+    assert (warm.stats.embedded, warm.stats.reused) == (1, 2)
+    assert service.search("durable storage of rows", mode="vector", k=1).results[0].chunk_id == "lang:db"
