@@ -25,6 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ctxfst_tui.core.cancel import EitherEvent
 from ctxfst_tui.core.contextualize.gate import NoteGate, compose_note, final_terms, parse_note
 from ctxfst_tui.core.contextualize.material import ChunkJob, DocMaterial, read_material
 from ctxfst_tui.core.contextualize.options import ContextualizeOptions
@@ -242,7 +243,7 @@ def generate_notes(
             chat = False
         workers = options.concurrency or int(getattr(backend, "concurrency", 1) or 1)
         workers = max(1, min(workers, len(material.jobs) or 1))
-        inner_cancel = _Either(cancel, stop)
+        inner_cancel = EitherEvent(cancel, own=stop)
         pending = list(material.jobs)
         running: dict[Future, ChunkJob] = {}
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxfst-contextualize") if workers > 1 else None
@@ -298,25 +299,6 @@ def generate_notes(
     report.results = sorted(results.values(), key=lambda r: order.get(r.chunk_id, 1 << 30))
     report.elapsed = time.perf_counter() - t0
     return report
-
-
-class _Either:
-    """An Event-like view that is set when either the caller's cancel or the run's stop is set."""
-
-    def __init__(self, a: threading.Event | None, b: threading.Event):
-        self.a, self.b = a, b
-
-    def is_set(self) -> bool:
-        return bool(self.a is not None and self.a.is_set()) or self.b.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        end = None if timeout is None else time.monotonic() + timeout
-        while not self.is_set():
-            left = None if end is None else end - time.monotonic()
-            if left is not None and left <= 0:
-                return False
-            self.b.wait(0.05 if left is None else min(0.05, left))
-        return True
 
 
 def apply_notes(doc: Document, notes: dict[str, str] | ContextualizeReport, *, doc_index: int = 0,
