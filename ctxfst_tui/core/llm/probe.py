@@ -33,7 +33,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -43,6 +42,7 @@ from typing import Any, Sequence
 import platformdirs
 
 from ctxfst_tui.core.llm.base import Cancelled, ModelError, ModelUnavailable
+from ctxfst_tui.core.safe_write import write_text
 
 ENV_COMMAND = "CTXFST_TUI_PROBE_COMMAND"
 ENV_TIMEOUT = "CTXFST_TUI_PROBE_TIMEOUT"
@@ -353,22 +353,13 @@ def _read_cache(path: Path) -> dict[str, Any]:
 
 
 def _write_cache(path: Path, verdicts: dict[str, Any]) -> None:
-    """Atomically (temp file + rename); a cache that cannot be written only costs another probe."""
+    """Through ``core.safe_write`` (temp file + rename); a cache that cannot be written only costs another probe."""
     if len(verdicts) > MAX_VERDICTS:
         newest = sorted(verdicts.items(), key=lambda kv: kv[1].get("checked", 0) if isinstance(kv[1], dict) else 0)
         verdicts = dict(newest[-MAX_VERDICTS:])
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"version": 1, "verdicts": verdicts}, fh, indent=1, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_text(path, json.dumps({"version": 1, "verdicts": verdicts}, indent=1, sort_keys=True),
+                   new_mode=0o600, parents=True)
     except OSError:
         pass
 
