@@ -23,16 +23,15 @@ from typing import Any, Iterable, Mapping
 import platformdirs
 
 from ctxfst_tui.core.safe_write import write_text
+from ctxfst_tui.core.llm import settings as model_settings
 from ctxfst_tui.core.workspace.files import regular_file, safe_resolve
 
 APP_NAME = "ctxfst-tui"
 CONFIG_ENV = "CTXFST_TUI_CONFIG_DIR"
 STATE_ENV = "CTXFST_TUI_STATE_DIR"
 TABS = ("source", "chunks", "entities", "diagnosis", "summary")  # the workbench tabs, as "<name>-tab"
-MODEL_SOURCES = ("bundled", "gguf", "endpoint")
-# [model] mirrors ui.jobs.ModelSettings field by field, so ModelSettings(**config.model) works.
-MODEL_FIELDS: dict[str, type] = {"source": str, "model_path": str, "endpoint": str, "model": str,
-                                 "n_ctx": int, "n_threads": int}
+MODEL_SOURCES = model_settings.SOURCES
+MODEL_FIELDS = model_settings.field_types()  # [model] takes ModelSettings' own fields: ModelSettings(**config.model)
 LAYOUT_FIELDS: dict[str, type] = {"tab": str, "tree_width": int}
 TABLES = ("keys", "model", "layout", "watch")
 TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false"}

@@ -90,7 +90,7 @@ enabled = false
 
 
 def test_model_table_matches_model_settings() -> None:
-    from ctxfst_tui.services.jobs import ModelSettings
+    from ctxfst_tui.core.llm.settings import ModelSettings
 
     write(cfg.config_path(), '[model]\nsource = "gguf"\nmodel_path = "/m.gguf"\nn_threads = 2\n')
     settings = ModelSettings(**load_config().model)

@@ -19,7 +19,8 @@ from textual.widgets import Checkbox, Input, RadioButton, SelectionList, TabbedC
 from ctxfst_tui.core.llm import EndpointError, ModelNotFound
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.workbench.commands import COMMANDS, WorkbenchCommands
-from ctxfst_tui.services.jobs import Job, JobProgress, ModelService, ModelSettings, Reporter
+from ctxfst_tui.core.llm.settings import ModelSettings
+from ctxfst_tui.services.jobs import Job, JobProgress, ModelService, Reporter
 from ctxfst_tui.ui.screens.modals.contextualize import ContextualizeScreen
 from ctxfst_tui.ui.screens.modals.model_settings import ModelSettingsScreen
 from ctxfst_tui.ui.screens.modals.proposals import ProposalsScreen

@@ -409,7 +409,7 @@ async def test_the_workbench_shows_a_failed_self_test_as_one_notification(tmp_pa
     from pilot import notifications, until
 
     from ctxfst_tui.ui.app import WorkbenchApp
-    from ctxfst_tui.services.jobs import ModelSettings
+    from ctxfst_tui.core.llm.settings import ModelSettings
 
     p = Probe(tmp_path, monkeypatch, "crash")
     folder = tmp_path / "docs"
@@ -486,7 +486,7 @@ async def test_escape_cancels_a_job_while_its_self_test_runs(tmp_path, monkeypat
     from pilot import notifications, until
 
     from ctxfst_tui.ui.app import WorkbenchApp
-    from ctxfst_tui.services.jobs import ModelSettings
+    from ctxfst_tui.core.llm.settings import ModelSettings
 
     p = Probe(tmp_path, monkeypatch, "hang")
     monkeypatch.setenv(probe.ENV_TIMEOUT, "60")

