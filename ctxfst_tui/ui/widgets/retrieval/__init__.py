@@ -1,0 +1,1 @@
+"""The Retrieval view: a query box, ranked and explained results, the scoreboard."""

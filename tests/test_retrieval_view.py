@@ -1,0 +1,174 @@
+"""Pilot tests of the Retrieval view: type a query and results appear; an alias added through the
+session flips a query on the scoreboard; Enter asks to open the chunk; "why not this one?"; a query
+added in the view lands in queries.yaml. A real LanceDB index in a temp dir, no embedder (the
+vectors do not matter here: the alias works through the full-text and entity signals)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from textual.app import App, ComposeResult
+
+from ctxfst_tui.core.retrieval.evaluate import load_queries
+from ctxfst_tui.core.workspace.entity_ops import add_alias
+from ctxfst_tui.core.workspace.workspace import Workspace
+from ctxfst_tui.services.retrieval import RetrievalService
+from ctxfst_tui.services.session import Session
+from ctxfst_tui.ui.widgets.retrieval.pane import RetrievalPane
+from ctxfst_tui.ui.widgets.retrieval.results import ResultList, bar, snippet
+from ctxfst_tui.ui.widgets.retrieval.scoreboard import Scoreboard
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "retrieval"
+STYLES = Path(__file__).resolve().parents[1] / "ctxfst_tui" / "ui" / "styles"
+
+
+class Host(App):
+    """The pane alone, with its own styles, recording the intents it posts."""
+
+    CSS_PATH = [STYLES / "retrieval_pane.tcss", STYLES / "retrieval_results.tcss", STYLES / "retrieval_scoreboard.tcss"]
+
+    def __init__(self, service: RetrievalService) -> None:
+        super().__init__()
+        self.service = service
+        self.opened: list[tuple[Path, str]] = []
+        self.changes: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield RetrievalPane(self.service)
+
+    def on_retrieval_pane_chunk_open_requested(self, message: RetrievalPane.ChunkOpenRequested) -> None:
+        self.opened.append((message.path, message.chunk_id))
+
+    def on_retrieval_pane_scoreboard_changed(self, message: RetrievalPane.ScoreboardChanged) -> None:
+        self.changes.extend(message.changes)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+def _session(folder: Path) -> Session:
+    session = Session(folder)
+    session.adopt(Workspace.load(folder))
+    return session
+
+
+async def _settle(app: App, pilot) -> None:
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.pause()
+
+
+async def _type(pilot, text: str) -> None:
+    for ch in text:
+        await pilot.press("space" if ch == " " else ch)
+
+
+async def _indexed(app: Host, pilot, session: Session) -> RetrievalPane:
+    pane = app.query_one(RetrievalPane)
+    pane.reindex(session.snapshots())
+    await _settle(app, pilot)
+    assert app.service.ready
+    return pane
+
+
+async def test_typing_a_query_shows_ranked_explained_results(folder):
+    session = _session(folder)
+    app = Host(RetrievalService(folder))
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await _indexed(app, pilot, session)
+        results = pane.query_one(ResultList)
+        pane.query_one("#retrieval-query").focus()
+        await _type(pilot, "garbage collector")
+        assert results.results == []  # debounced: nothing asked while typing
+        await pilot.pause(0.4)
+        await _settle(app, pilot)
+        assert [r.chunk_id for r in results.results] == ["lang:rust"]
+        prompt = results.get_option_at_index(0).prompt
+        assert "lang:rust" in prompt.plain and "bm25 " in prompt.plain and "garbage collector" in prompt.plain
+        highlighted = {prompt.plain[s.start:s.end].casefold() for s in prompt.spans if "warning" in str(s.style)}
+        assert {"garbage", "collector"} <= highlighted
+        await pilot.press("enter")  # to the results, then Enter on the first
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.opened == [(folder / "langs.ctxfst.md", "lang:rust")]
+
+
+async def test_an_alias_added_through_the_session_flips_a_query_on_the_scoreboard(folder):
+    session = _session(folder)
+    app = Host(RetrievalService(folder))
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await _indexed(app, pilot, session)
+        board = pane.query_one(Scoreboard)
+        assert [(r.id, r.mark) for r in board.rows] == [("q1-wal", "✓"), ("q2-ecmascript", "✗")]
+        assert "✗ q2-ecmascript" in board.get_option_at_index(1).prompt.plain
+        record = session.run(add_alias, "entity:javascript", "ECMAScript")
+        pane.reindex(session.snapshots(), record.description)
+        await _settle(app, pilot)
+        assert [(r.id, r.mark, r.rank_text) for r in board.rows][1] == ("q2-ecmascript", "✓", "#1")
+        called = "q2-ecmascript ✗ → ✓ after add alias 'ECMAScript' to entity:javascript"
+        assert app.changes == [called] and called in board.changes
+        assert any(called in board.get_option_at_index(i).prompt.plain for i in range(board.option_count))
+        assert board.border_subtitle == "2/2 hit@3"
+
+
+async def test_edits_while_indexing_are_folded_into_one_catch_up_naming_both(folder):
+    session = _session(folder)
+    app = Host(RetrievalService(folder))
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await _indexed(app, pilot, session)
+        first = session.run(add_alias, "entity:rust", "borrow checker")
+        pane.reindex(session.snapshots(), first.description)
+        second = session.run(add_alias, "entity:javascript", "ECMAScript")
+        third = session.run(add_alias, "entity:database", "WAL")
+        pane.reindex(session.snapshots(), second.description)
+        pane.reindex(session.snapshots(), third.description)  # both wait behind the first
+        assert pane.indexing
+        await _settle(app, pilot)
+        await _settle(app, pilot)
+        assert not pane.indexing
+        assert app.changes == [f"q2-ecmascript ✗ → ✓ after {second.description}, {third.description}"]
+
+
+async def test_why_not_this_one_and_adding_a_query_from_the_view(folder):
+    session = _session(folder)
+    app = Host(RetrievalService(folder))
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await _indexed(app, pilot, session)
+        pane.query_one("#retrieval-query").focus()
+        await _type(pilot, "write-ahead log")
+        await pilot.press("enter")
+        await _settle(app, pilot)
+        assert [r.chunk_id for r in pane.query_one(ResultList).results] == ["lang:db"]
+        await pilot.press("w")
+        ask = pane.query_one("#retrieval-ask")
+        assert ask.has_focus and "-hidden" not in ask.classes
+        await _type(pilot, "lang:rust")
+        await pilot.press("enter")
+        await _settle(app, pilot)
+        why = str(pane.query_one("#retrieval-why").render())
+        assert "Why not lang:rust?" in why and "score 0" in why
+        await pilot.press("w")
+        await _type(pilot, "lang:db")
+        await pilot.press("enter")
+        await _settle(app, pilot)
+        why = str(pane.query_one("#retrieval-why").render())
+        assert "rank 1" in why and "bm25" in why
+        await pilot.press("a")
+        await _type(pilot, "entity:database")
+        await pilot.press("enter")
+        await _settle(app, pilot)
+        assert load_queries(folder / "queries.yaml")[-1].query == "write-ahead log"
+        board = pane.query_one(Scoreboard)
+        assert [(r.id, r.mark) for r in board.rows][-1] == ("q3", "✓")
+        assert "Added q3 to queries.yaml" in str(pane.query_one("#retrieval-status").render())
+
+
+def test_bars_and_snippets():
+    assert bar(1.0) == "██████" and bar(0.0) == "······" and bar(0.5) == "███···"
+    text = "word " * 60 + "PostgreSQL keeps a write-ahead log " + "tail " * 60
+    got = snippet(text, ["write"])
+    assert "write-ahead" in got and got.startswith("…") and got.endswith("…")
