@@ -9,8 +9,7 @@ import re
 from collections import Counter
 
 from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis
-
-CHUNK_ID_FORMAT = re.compile(r"^[a-z]+:[a-z0-9-]+\Z")
+from ctxfst_tui.core.format.schema import CHUNK_ID
 
 
 def _suggest_id(chunk_id: str) -> str:
@@ -30,7 +29,7 @@ def id_naming(d: DocumentDiagnosis) -> None:
     """Ids outside ``category:topic-name``, and category prefixes used only once."""
     prefixes: Counter = Counter()
     for c in d.chunks:
-        if CHUNK_ID_FORMAT.match(c.id):
+        if CHUNK_ID.match(c.id):
             prefixes[c.id.split(":")[0]] += 1
             continue
         d.add("id_naming", "warning", "id-format", [c.id],

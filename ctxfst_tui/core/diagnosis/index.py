@@ -17,14 +17,12 @@ from ctxfst_tui.core.diagnosis.mentions import Mentions
 from ctxfst_tui.core.entities.aliases import fingerprint
 from ctxfst_tui.core.format.chunk_tags import BodyChunk
 from ctxfst_tui.core.format.document import Document, Entry
-from ctxfst_tui.core.format.validate import NEGATION
+from ctxfst_tui.core.format.schema import CHUNK_LINK_FIELD, NEGATION, STATE_REF_FIELDS
 
 if TYPE_CHECKING:
     from ctxfst_tui.core.diagnosis.dependencies import DependencyCycle
     from ctxfst_tui.core.diagnosis.similarity import SimilarPair
     from ctxfst_tui.core.diagnosis.terms import ChunkVectors
-
-REF_FIELDS = ("preconditions", "postconditions", "state_refs")
 
 
 @dataclass
@@ -178,7 +176,7 @@ def index_entities(ws: WorkspaceIndex) -> None:
             for entry in d.doc.entries(section):
                 if not isinstance(entry.data, dict):
                     continue
-                keys = (("entities",) if section == "chunks" else ()) + REF_FIELDS
+                keys = ((CHUNK_LINK_FIELD,) if section == "chunks" else ()) + STATE_REF_FIELDS
                 for key in keys:
                     refs = entry.data.get(key)
                     if isinstance(refs, list):

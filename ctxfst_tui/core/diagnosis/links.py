@@ -17,10 +17,10 @@ from ctxfst_tui.core.diagnosis.mentions import Mentions, appears, fold_form, slu
 from ctxfst_tui.core.diagnosis.wording import json_ref, quote_list, show_ref
 from ctxfst_tui.core.entities.aliases import acronym_of, fingerprint, numeronym_of
 from ctxfst_tui.core.format.document import jsonable
+from ctxfst_tui.core.format.schema import OPERATIONAL_TYPES
 from ctxfst_tui.core.text.words import stemmed_terms
 
 MAX_CHUNK_ENTITIES = 6
-OPERATIONAL_TYPES = frozenset({"state", "action", "goal", "agent", "evidence"})
 
 
 def entity_linking(d: DocumentDiagnosis) -> None:

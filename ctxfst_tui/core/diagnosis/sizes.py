@@ -10,10 +10,7 @@ import math
 from ctxfst_tui.core.diagnosis.contexts import HEADING
 from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, WorkspaceIndex
 from ctxfst_tui.core.diagnosis.wording import quote_list
-
-CHUNK_TOKENS_MIN = 100
-CHUNK_TOKENS_MAX = 1500
-CHUNK_TOKENS_TARGET = (300, 800)
+from ctxfst_tui.core.format.schema import CHUNK_TOKENS_MAX, CHUNK_TOKENS_MIN, CHUNK_TOKENS_TARGET
 
 
 def count_tokens(ws: WorkspaceIndex) -> None:

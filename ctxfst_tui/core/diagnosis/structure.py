@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, IndexedEntity, tags_of, text_of
 from ctxfst_tui.core.diagnosis.wording import kind_of
+from ctxfst_tui.core.format.schema import CHUNK_LINK_FIELD
 
 
 def structure(d: DocumentDiagnosis) -> bool:
@@ -101,7 +102,7 @@ def _collect_chunks(d: DocumentDiagnosis) -> None:
             context=text_of(entry.data.get("context")),
             content=body.content if body is not None else "",
             tags=tags_of(entry.data.get("tags")),
-            entities=entry.data.get("entities"),
+            entities=entry.data.get(CHUNK_LINK_FIELD),
             body=body,
             doc=d.number,
         ))
