@@ -7,44 +7,16 @@ from __future__ import annotations
 
 import re
 
-_SEG = re.compile(r"[^\n]*\n(?:[ \t\v\f]*\n)*|[^\n]+")  # a line and the blank lines after it
+from ctxfst_tui.core.text.sentences import CHUNKER_ABBREVIATIONS
+from ctxfst_tui.core.text.sentences import sentence_starts as _sentence_starts
 
-_SENT_END = re.compile(  # (the leading look-ahead only lets the search skip ahead)
-    r"(?=[.!?…。！？])(?:[.!?…]+[\"'”’)\]]*([ \t\n]+)(?=\S)|[。！？]+[」』”’)\]]*([ \t\n]*)(?=\S))"
-)
-_ABBREV = frozenset(
-    "e.g i.e etc vs cf mr mrs ms dr prof sr jr st no fig eq approx dept est inc ltd co al p pp vol ed".split()
-)
+_SEG = re.compile(r"[^\n]*\n(?:[ \t\v\f]*\n)*|[^\n]+")  # a line and the blank lines after it
 
 
 def sentence_starts(text: str) -> list[int]:
-    """Offsets in ``text`` where a sentence starts (0 excluded).
-
-    The cut is placed where BPE pre-tokenisation would cut anyway, so token counts of the parts
-    add up exactly: before the spaces that follow the full stop (the next sentence keeps its
-    leading space, as in `` Next``), or after the line break when there is one.
-    """
-    out = []
-    for m in _SENT_END.finditer(text):
-        a = m.start()
-        if text[a] == ".":
-            ws = text.rfind(" ", 0, a)  # the last of " ", "\n", "(" before the full stop
-            x = text.rfind("\n", ws + 1, a)
-            if x > ws:
-                ws = x
-            x = text.rfind("(", ws + 1, a)
-            if x > ws:
-                ws = x
-            word = text[ws + 1 : a].lower()
-            if word in _ABBREV or (len(word) == 1 and word.isalpha()) or (word[-2:-1] == "." and len(word) <= 4):
-                continue
-        g = 1 if m.start(1) != -1 else 2
-        space_start, space = m.start(g), m.group(g)
-        nl = space.rfind("\n")
-        cut = space_start + nl + 1 if nl != -1 else space_start
-        if cut > 0:
-            out.append(cut)
-    return out
+    """Offsets where a sentence starts (0 excluded), cut where BPE pre-tokenisation cuts anyway,
+    with the chunker's own abbreviation list (see :data:`CHUNKER_ABBREVIATIONS`)."""
+    return _sentence_starts(text, CHUNKER_ABBREVIATIONS)
 
 
 _FENCE_LINE = re.compile(r"[ \t]*(?:>[ \t]?)*[ \t]*(`{3,}|~{3,})([^\n]*)")

@@ -25,6 +25,12 @@ ABBREVIATIONS = frozenset(
     """.split()
 )
 
+# The chunker's own, shorter list: its cuts (and so every chunk boundary already written into
+# documents) were made with it; the longer list would keep "Gen." or "Col." from ending anything.
+CHUNKER_ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs cf mr mrs ms dr prof sr jr st no fig eq approx dept est inc ltd co al p pp vol ed".split()
+)
+
 # Prose: the next sentence starts with a capital (Latin-1 range), a digit, or an opening quote/dash.
 _PROSE_END = re.compile(
     r"[.!?…]+[\"'”’»)\]]*(?=\s+[\"'“‘«(\[—–-]?[A-ZÀ-ÖØ-Þ0-9])"
@@ -74,7 +80,7 @@ def split_sentences(text: str) -> list[str]:
     return [" ".join(text[a:b].split()) for a, b in sentence_spans(text)]
 
 
-def sentence_starts(text: str) -> list[int]:
+def sentence_starts(text: str, abbreviations: frozenset[str] = ABBREVIATIONS) -> list[int]:
     """Offsets in ``text`` where a sentence starts (0 excluded), for cutting text into pieces.
 
     The cut lies before the spaces that follow the full stop (the next sentence keeps its
@@ -92,7 +98,7 @@ def sentence_starts(text: str) -> list[int]:
             if x > ws:
                 ws = x
             word = text[ws + 1 : a].lower()
-            if word in ABBREVIATIONS or (len(word) == 1 and word.isalpha()) or (word[-2:-1] == "." and len(word) <= 4):
+            if word in abbreviations or (len(word) == 1 and word.isalpha()) or (word[-2:-1] == "." and len(word) <= 4):
                 continue
         g = 1 if m.start(1) != -1 else 2
         space_start, space = m.start(g), m.group(g)
