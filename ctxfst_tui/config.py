@@ -29,7 +29,7 @@ from ctxfst_tui.core.workspace.files import regular_file, safe_resolve
 APP_NAME = "ctxfst-tui"
 CONFIG_ENV = "CTXFST_TUI_CONFIG_DIR"
 STATE_ENV = "CTXFST_TUI_STATE_DIR"
-TABS = ("source", "chunks", "entities", "diagnosis", "summary")  # the workbench tabs, as "<name>-tab"
+TABS = ("source", "chunks", "entities", "diagnosis", "summary", "retrieval")  # the workbench tabs, as "<name>-tab"
 MODEL_SOURCES = model_settings.SOURCES
 MODEL_FIELDS = model_settings.field_types()  # [model] takes ModelSettings' own fields: ModelSettings(**config.model)
 LAYOUT_FIELDS: dict[str, type] = {"tab": str, "tree_width": int}

@@ -8,13 +8,18 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pilot import notifications, settle, started, until
 from textual.app import App, ComposeResult
+from textual.widgets import TabbedContent
 
 from ctxfst_tui.core.retrieval.evaluate import load_queries
 from ctxfst_tui.core.workspace.entity_ops import add_alias
 from ctxfst_tui.core.workspace.workspace import Workspace
 from ctxfst_tui.services.retrieval import RetrievalService
 from ctxfst_tui.services.session import Session
+from ctxfst_tui.ui.app import WorkbenchApp
+from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from ctxfst_tui.ui.widgets.retrieval.pane import RetrievalPane
 from ctxfst_tui.ui.widgets.retrieval.results import ResultList, bar, snippet
 from ctxfst_tui.ui.widgets.retrieval.scoreboard import Scoreboard
@@ -172,3 +177,39 @@ def test_bars_and_snippets():
     text = "word " * 60 + "PostgreSQL keeps a write-ahead log " + "tail " * 60
     got = snippet(text, ["write"])
     assert "write-ahead" in got and got.startswith("…") and got.endswith("…")
+
+
+# ---------------------------------------------------------------- in the workbench (key 6)
+async def test_in_the_workbench_6_searches_and_an_alias_edit_flips_the_scoreboard(folder):
+    app = WorkbenchApp(folder)
+    seen = notifications(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await started(app, pilot)
+        assert not (folder / ".ctxfst-index").exists()  # opening a folder writes no index
+        screen.retrieval.embedder_factory = lambda: None  # full-text and entity signals: the alias decides
+        await pilot.press("6")
+        pane = screen.query_one(RetrievalPane)
+        assert screen.query_one(TabbedContent).active == "retrieval-tab"
+        assert pane.query_one("#retrieval-query").has_focus
+        await until(pilot, lambda: screen.retrieval.service is not None and screen.retrieval.service.ready, 60)
+        await settle(app, pilot)
+        board = pane.query_one(Scoreboard)
+        assert [(r.id, r.mark) for r in board.rows] == [("q1-wal", "✓"), ("q2-ecmascript", "✗")]
+        await _type(pilot, "ownership")
+        await until(pilot, lambda: [r.chunk_id for r in pane.query_one(ResultList).results] == ["lang:rust"], 30)
+
+        # the workbench's own edit path (as the aliases dialog applies it): unsaved, undoable
+        session = app.session
+        screen.editing.apply("Aliases", lambda: session.run(add_alias, "entity:javascript", "ECMAScript"))
+        called = "q2-ecmascript ✗ → ✓ after add alias 'ECMAScript' to entity:javascript"
+        await until(pilot, lambda: called in board.changes, 60)
+        assert [(r.id, r.mark) for r in board.rows][1] == ("q2-ecmascript", "✓")
+        await until(pilot, lambda: any(t == "Scoreboard" and called in m for t, m, _ in seen))
+
+        await pilot.press("escape")  # to the results; Enter opens the chunk in the source
+        await pilot.press("enter")
+        await until(pilot, lambda: screen.current == folder / "langs.ctxfst.md"
+                    and screen.query_one(TabbedContent).active == "source-tab", 30)
+        await settle(app, pilot)
+        assert screen.query_one(SourceView).has_focus
+        await until(pilot, lambda: (span := screen.query_one(ChunkMap).current_span) is not None and span.id == "lang:rust")

@@ -97,6 +97,9 @@ class WorkbenchApp(App[None]):
         STYLES / "diagnosis_pane.tcss",
         STYLES / "job_status.tcss",
         STYLES / "summary_tree.tcss",
+        STYLES / "retrieval_pane.tcss",
+        STYLES / "retrieval_results.tcss",
+        STYLES / "retrieval_scoreboard.tcss",
         STYLES / "status_bar.tcss",
     ]
     UNDO = Binding.Group("Undo/redo")

@@ -47,6 +47,8 @@ COMMANDS: list[Command] = [
     Command("Validate folder", "Check every document of the folder against the CtxFST rules again", "validate", ""),
     Command("Diagnose workspace", "Run the quality diagnosis on the workspace as it is in memory; show the report", "diagnose", ""),
     Command("Apply fix", "Apply the fix of the finding highlighted in the Diagnosis tab (undoable)", "apply_fix", ""),
+    Command("Search the workspace", "The Retrieval tab: ask a question, see the chunks that answer it and why; the scoreboard (6)",
+            "show_tab('retrieval-tab')", ""),
     Command("Merge entities", "Merge the suggestion highlighted in the Entities tab, after its diff", "merge", ""),
     Command("Toggle document tree", "Hide or show the document tree (ctrl+b)", "toggle_tree", ""),
     Command("Toggle overview", "Hide or show the open document's summary and findings (o)", "toggle_overview", ""),

@@ -8,7 +8,8 @@ feature, each holding a reference to the screen:
 * :class:`~.editing.Editing` – entity merges and edits, aliases, fixes, undo/redo, save, convert;
 * :class:`~.model_jobs.ModelJobs` – contextualize and extract-entities jobs, and every job's end;
 * :class:`~.summary.Summaries` – the Summary tab's novel and its summary jobs;
-* :class:`~.disk.DiskReactions` – what other programs change in the folder.
+* :class:`~.disk.DiskReactions` – what other programs change in the folder;
+* :class:`~.retrieval.Retrieval` – the Retrieval tab's index, kept up to date with every edit.
 
 Handlers live here because Textual dispatches messages and actions to DOM nodes only. The
 palette's commands are this screen's (``COMMANDS``); the App's keys for screen actions name
@@ -51,6 +52,7 @@ from ctxfst_tui.ui.screens.workbench.commands import WorkbenchCommands
 from ctxfst_tui.ui.screens.workbench.disk import DiskReactions
 from ctxfst_tui.ui.screens.workbench.editing import Editing
 from ctxfst_tui.ui.screens.workbench.model_jobs import ModelJobs
+from ctxfst_tui.ui.screens.workbench.retrieval import Retrieval
 from ctxfst_tui.ui.screens.workbench.summary import Summaries
 from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
 from ctxfst_tui.ui.widgets.chunks.preview import ChunkPreview
@@ -61,6 +63,7 @@ from ctxfst_tui.ui.widgets.document.summary import DocumentSummary
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.entities.panel import ClusterList, EntityPanel, EntityTable
 from ctxfst_tui.ui.widgets.jobs.status import JobStatus
+from ctxfst_tui.ui.widgets.retrieval.pane import RetrievalPane
 from ctxfst_tui.ui.widgets.status_bar import StatusBar
 from ctxfst_tui.ui.widgets.summary.tree import SummaryPane
 
@@ -70,9 +73,9 @@ if TYPE_CHECKING:
     from ctxfst_tui.ui.app import WorkbenchApp
 
 WORKSPACE_TABS = {"entities-tab", "diagnosis-tab"}
-FULL_HEIGHT_TABS = WORKSPACE_TABS | {"summary-tab"}  # the open document's summary and findings step aside
+FULL_HEIGHT_TABS = WORKSPACE_TABS | {"summary-tab", "retrieval-tab"}  # the open document's summary and findings step aside
 TABS = {"source-tab": "#source", "chunks-tab": "#chunk-map", "entities-tab": "#entity-table", "diagnosis-tab": "#diagnosis-tree",
-        "summary-tab": "#summary-tree"}
+        "summary-tab": "#summary-tree", "retrieval-tab": "#retrieval-query"}
 MODEL_ACTIONS = ("contextualize", "extract_entities")  # the App's priority keys for them stand aside in inputs
 
 
@@ -97,6 +100,7 @@ class WorkbenchScreen(Screen[None]):
         Binding("3", "show_tab('entities-tab')", "Entities", id="show-entities", group=TABS),
         Binding("4", "show_tab('diagnosis-tab')", "Diagnosis", id="show-diagnosis", group=TABS),
         Binding("5", "show_tab('summary-tab')", "Summary", id="show-summary", group=TABS),
+        Binding("6", "show_tab('retrieval-tab')", "Retrieval", id="show-retrieval", group=TABS),
         Binding("ctrl+b", "toggle_tree", "Tree", id="toggle-tree", show=False,
                 tooltip="Hide or show the document tree (the views take the whole width)"),
         Binding("o", "toggle_overview", "Overview", id="toggle-overview", show=False,
@@ -128,6 +132,7 @@ class WorkbenchScreen(Screen[None]):
         self.model_jobs = ModelJobs(self)
         self.summary = Summaries(self)
         self.disk = DiskReactions(self)
+        self.retrieval = Retrieval(self)
 
     @property
     def workbench(self) -> "WorkbenchApp":
@@ -156,6 +161,8 @@ class WorkbenchScreen(Screen[None]):
                         yield DiagnosisPane(id="diagnosis")
                     with TabPane("Summary", id="summary-tab"):
                         yield SummaryPane(id="summary-pane")
+                    with TabPane("Retrieval", id="retrieval-tab"):
+                        yield RetrievalPane(id="retrieval")
         yield JobStatus(id="job-status")
         yield StatusBar(id="status-bar")
         yield Footer()
@@ -206,6 +213,7 @@ class WorkbenchScreen(Screen[None]):
         if self.current in replaced:
             self.open(self.current, reloaded=True)  # changed on disk while held without edits
         self.editing.analyse()
+        self.retrieval.loaded()
         self.workbench.journal.offer(self)  # the first time: unsaved edits a crash left behind
 
     @on(WorkspaceAnalysed)
@@ -331,6 +339,14 @@ class WorkbenchScreen(Screen[None]):
     def on_summary_pane_summarize_requested(self, message: SummaryPane.SummarizeRequested) -> None:
         self.summary.requested(message.node_id, message.label)
 
+    @on(RetrievalPane.ChunkOpenRequested)
+    def on_retrieval_pane_chunk_open_requested(self, message: RetrievalPane.ChunkOpenRequested) -> None:
+        self.retrieval.open_chunk(message.path, message.chunk_id)
+
+    @on(RetrievalPane.ScoreboardChanged)
+    def on_retrieval_pane_scoreboard_changed(self, message: RetrievalPane.ScoreboardChanged) -> None:
+        self.retrieval.scoreboard_changed(message.changes)
+
     @on(ChunkPreview.RechunkRequested)
     def _rechunk(self, message: ChunkPreview.RechunkRequested) -> None:
         if message.document != self.current:
@@ -342,6 +358,15 @@ class WorkbenchScreen(Screen[None]):
     @on(ChunkPreview.ConvertRequested)
     def _convert_requested(self) -> None:
         self.editing.convert()
+
+    def show_item(self, item: DiagnosisItem) -> None:
+        """Open ``item``'s document at its line, its chunk selected in the preview (a search result)."""
+        if item.path == self.current and self.current_doc is not None:
+            self._show_place(item, chunks_ready=True)
+            return
+        self._jump = item
+        self.query_one(DocumentTree).mark_opened(item.path)
+        self.open(item.path)
 
     def _show_place(self, item: DiagnosisItem, chunks_ready: bool) -> None:
         """Source view at the finding's line (Source tab, focused); chunk map on its chunk."""
@@ -367,6 +392,8 @@ class WorkbenchScreen(Screen[None]):
             self.summary.show(self.current)
         elif event.pane.id == "entities-tab":
             self._mark_entity(self.query_one(EntityTable).current)
+        elif event.pane.id == "retrieval-tab":
+            self.retrieval.shown()
 
     @property
     def summary_tab_shown(self) -> bool:

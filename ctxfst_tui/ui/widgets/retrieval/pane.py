@@ -274,9 +274,15 @@ class RetrievalPane(Vertical):
         self.query_one(ResultList).focus()
 
     def on_key(self, event: Any) -> None:
-        if event.key == "escape" and self._asking and self.query_one("#retrieval-ask", Input).has_focus:
+        """Escape leaves a field for the results (where the view's letter keys and 1–6 work)."""
+        if event.key != "escape":
+            return
+        if self._asking and self.query_one("#retrieval-ask", Input).has_focus:
             event.stop()
             self._close_ask()
+        elif self.query_one("#retrieval-query", Input).has_focus:
+            event.stop()
+            self.query_one(ResultList).focus()
 
     @on(Input.Submitted, "#retrieval-ask")
     def _ask_submitted(self, event: Input.Submitted) -> None:
