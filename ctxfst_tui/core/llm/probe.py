@@ -56,7 +56,10 @@ _LIB_SUFFIXES = (".so", ".dylib", ".dll")
 __all__ = [
     "ModelUnavailable", "Verdict", "LlamaBuild", "llama_build", "cpu_flags", "probe_cache_path", "verdict_key",
     "cached_verdict", "describe", "run_probe", "self_test", "ensure_trusted", "preflight", "forget", "system_info",
+    "file_sha256", "run_embedding_probe", "EMBEDDING",
 ]
+COMPLETION = "completion"
+EMBEDDING = "embedding"  # the child loads the GGUF with ``embedding=True`` and embeds one word
 
 
 # ---------------------------------------------------------------- what a verdict is about
@@ -110,6 +113,11 @@ def _sha256(path: Path, hash_cache: Any) -> str:
     return h.hexdigest()
 
 
+def file_sha256(path: Path, hash_cache: Any = None) -> str:
+    """The sha256 of a file (a model's identity in verdict keys and in a retrieval index's embedder name)."""
+    return _sha256(Path(path), hash_cache)
+
+
 def libraries_sha256(build: LlamaBuild, hash_cache: Any = None) -> str:
     """One sha256 over every shared library of the build (ggml's CPU kernels live beside libllama)."""
     h = hashlib.sha256()
@@ -160,18 +168,21 @@ def probe_timeout(timeout: float | None = None) -> float:
     return value if value > 0 else DEFAULT_TIMEOUT
 
 
-def probe_command(model: Path) -> list[str]:
-    """The child's argv: ``CTXFST_TUI_PROBE_COMMAND`` + MODEL, or this Python running this module."""
+def probe_command(model: Path, mode: str = COMPLETION) -> list[str]:
+    """The child's argv: ``CTXFST_TUI_PROBE_COMMAND`` + MODEL, or this Python running this module
+    (``--embedding`` before MODEL for the embedding self-test)."""
+    flags = ["--embedding"] if mode == EMBEDDING else []
     override = os.environ.get(ENV_COMMAND)
     if override:
-        return [*shlex.split(override), str(model)]
-    return [sys.executable, "-m", "ctxfst_tui.core.llm.probe", str(model)]
+        return [*shlex.split(override), *flags, str(model)]
+    return [sys.executable, "-m", "ctxfst_tui.core.llm.probe", *flags, str(model)]
 
 
-def key_parts(model: Path, hash_cache: Any = None) -> dict[str, str]:
-    """What a verdict depends on. Raises :class:`ModelError` when llama-cpp-python is missing."""
+def key_parts(model: Path, hash_cache: Any = None, mode: str = COMPLETION) -> dict[str, str]:
+    """What a verdict depends on (the mode only when not the completion test, so its keys stay as
+    they were). Raises :class:`ModelError` when llama-cpp-python is missing."""
     build = llama_build()
-    return {
+    parts = {
         "probe": str(PROBE_VERSION),
         "llama_cpp": build.version,
         "libraries_sha256": libraries_sha256(build, hash_cache),
@@ -179,10 +190,13 @@ def key_parts(model: Path, hash_cache: Any = None) -> dict[str, str]:
         "cpu_flags_sha256": hashlib.sha256(cpu_flags().encode()).hexdigest(),
         "command": os.environ.get(ENV_COMMAND, ""),
     }
+    if mode != COMPLETION:
+        parts["mode"] = mode
+    return parts
 
 
-def verdict_key(model: Path, hash_cache: Any = None) -> str:
-    blob = json.dumps(key_parts(model, hash_cache), sort_keys=True)
+def verdict_key(model: Path, hash_cache: Any = None, mode: str = COMPLETION) -> str:
+    blob = json.dumps(key_parts(model, hash_cache, mode), sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -329,12 +343,13 @@ def _run(argv: Sequence[str], timeout: float,
     return code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), time.perf_counter() - t0
 
 
-def run_probe(model: Path, *, timeout: float | None = None, cancel: threading.Event | None = None) -> Verdict:
+def run_probe(model: Path, *, timeout: float | None = None, cancel: threading.Event | None = None,
+              mode: str = COMPLETION) -> Verdict:
     """Run the self-test child on ``model`` now (no cache) and judge it; :class:`Cancelled` (the child's
     process group killed) when ``cancel`` is set meanwhile."""
     limit = probe_timeout(timeout)
     try:
-        code, out, err, seconds = _run(probe_command(Path(model)), limit, cancel)
+        code, out, err, seconds = _run(probe_command(Path(model), mode), limit, cancel)
     except OSError as exc:
         return Verdict("error", str(model), f"the model self-test could not start: {exc}: use --endpoint URL")
     return judge(Path(model), code, out, err, seconds, limit)
@@ -374,7 +389,7 @@ def cached_verdict(model: Path, *, hash_cache: Any = None) -> Verdict | None:
 
 
 def self_test(model: Path, *, timeout: float | None = None, hash_cache: Any = None, refresh: bool = False,
-              cancel: threading.Event | None = None) -> Verdict:
+              cancel: threading.Event | None = None, mode: str = COMPLETION) -> Verdict:
     """The verdict on ``model``: the kept one, or a new probe (kept unless it hung). Never raises for
     a failed probe; :class:`ModelError` only when llama-cpp-python is not installed at all, and
     :class:`Cancelled` when ``cancel`` is set before the verdict (nothing is kept then)."""
@@ -383,13 +398,13 @@ def self_test(model: Path, *, timeout: float | None = None, hash_cache: Any = No
         if cancel is not None and cancel.is_set():
             raise Cancelled("cancelled while waiting for the model self-test")
     try:
-        key = verdict_key(model, hash_cache)
+        key = verdict_key(model, hash_cache, mode)
         path = probe_cache_path()
         if not refresh:
             kept = Verdict.from_json(_read_cache(path).get(key))
             if kept is not None:
                 return kept
-        verdict = run_probe(model, timeout=timeout, cancel=cancel)
+        verdict = run_probe(model, timeout=timeout, cancel=cancel, mode=mode)
         if verdict.outcome != "hang":
             verdicts = _read_cache(path)
             verdicts[key] = verdict.to_json()
@@ -397,6 +412,13 @@ def self_test(model: Path, *, timeout: float | None = None, hash_cache: Any = No
         return verdict
     finally:
         _lock.release()
+
+
+def run_embedding_probe(model: Path, *, timeout: float | None = None, hash_cache: Any = None,
+                        cancel: threading.Event | None = None) -> Verdict:
+    """:func:`self_test` of ``model`` as an embedder (``embedding=True``, one word embedded in the child),
+    kept apart from its completion verdict: a GGUF may pass one and crash in the other."""
+    return self_test(model, timeout=timeout, hash_cache=hash_cache, cancel=cancel, mode=EMBEDDING)
 
 
 def ensure_trusted(model: Path, *, timeout: float | None = None, hash_cache: Any = None,
@@ -473,6 +495,19 @@ def _quiet_llama(llama_cpp: Any) -> Any:
 _keep_callback: Any = None
 
 
+def load_embedding_llama(llama_cpp: Any, model: str, *, n_ctx: int, n_threads: int | None = None) -> Any:
+    """``Llama(embedding=True)`` with the GGUF's own pooling, or mean pooling when it has none (a
+    completion model): one vector per text either way. The probe's child and the embedder load alike."""
+    kwargs: dict[str, Any] = {"model_path": model, "embedding": True, "n_ctx": n_ctx, "verbose": False}
+    if n_threads:
+        kwargs.update(n_threads=n_threads, n_threads_batch=n_threads)
+    llm = llama_cpp.Llama(**kwargs)
+    if llm.pooling_type() == llama_cpp.LLAMA_POOLING_TYPE_NONE:
+        llm.close()
+        llm = llama_cpp.Llama(**kwargs, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN)
+    return llm
+
+
 def _child(argv: Sequence[str]) -> int:
     import argparse
 
@@ -481,6 +516,7 @@ def _child(argv: Sequence[str]) -> int:
     p.add_argument("model", nargs="?")
     p.add_argument("--system-info", action="store_true", help="only print llama_print_system_info()")
     p.add_argument("--n-ctx", type=int, default=256)
+    p.add_argument("--embedding", action="store_true", help="load with embedding=True and embed one word instead")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     step = "start llama.cpp"
@@ -498,6 +534,13 @@ def _child(argv: Sequence[str]) -> int:
         step = f"load {name}"
         # one thread: the same kernels (ggml picks them by CPU feature, not by thread count), and no
         # OpenMP spin-wait, which costs seconds on a busy machine
+        if args.embedding:
+            llm = load_embedding_llama(llama_cpp, args.model, n_ctx=args.n_ctx, n_threads=1)
+            step = f"embed with {name}"
+            vector = llm.embed("hello", normalize=True, truncate=True)
+            print(json.dumps({"ok": True, "dim": len(vector), "system_info": info,
+                              "seconds": round(time.perf_counter() - t0, 3)}))
+            return 0
         llm = llama_cpp.Llama(model_path=args.model, n_ctx=args.n_ctx, n_threads=1, n_threads_batch=1, verbose=False, seed=0)
         step = f"run {name}"
         out = llm.create_completion("The", max_tokens=1, temperature=0.0)

@@ -41,6 +41,19 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
+def _pooled(embedding: Any) -> tuple[np.ndarray, bool]:
+    """One vector from an answer's ``embedding`` and whether it came per token: a server running a
+    model without pooling (llama.cpp with a completion GGUF) sends one vector per token, which are
+    averaged as llama.cpp's mean pooling would."""
+    vector = np.asarray(embedding, dtype=np.float32)
+    per_token = vector.ndim == 2
+    if per_token:
+        vector = vector.mean(axis=0)
+    if vector.ndim != 1 or not vector.size:
+        raise ValueError(f"an embedding of shape {vector.shape}")
+    return vector, per_token
+
+
 def _batched(texts: Sequence[str], size: int) -> list[tuple[int, Sequence[str]]]:
     return [(i, texts[i:i + size]) for i in range(0, len(texts), size)]
 
@@ -93,7 +106,10 @@ class GgufEmbedder:
         import llama_cpp
 
         self._lock = threading.Lock()
-        self._llm = llama_cpp.Llama(model_path=str(self.path), embedding=True, verbose=False, n_ctx=512)
+        from ctxfst_tui.core.llm.llama import _install_log_callback
+
+        _install_log_callback()  # llama.cpp's log lines to Python logging, not onto the TUI's stderr
+        self._llm = probe.load_embedding_llama(llama_cpp, str(self.path), n_ctx=512)
         self.dim = int(self._llm.n_embd())
         self.name = f"gguf:{self.path.name}:{probe.file_sha256(self.path)[:12]}"
 
@@ -133,6 +149,7 @@ class EndpointEmbedder:
 
     Batches are sent several at a time (``in_flight``) so a GPU server stays busy; a 429, a 5xx or
     a dropped connection is retried with exponential backoff, a 4xx is reported at once.
+    ``per_token``: the server answered one vector per token (no pooling); see :func:`_pooled`.
     """
 
     def __init__(self, options: EndpointOptions, *, client: Any = None):
@@ -145,6 +162,7 @@ class EndpointEmbedder:
         self.url = base
         headers = {"Authorization": f"Bearer {options.api_key}"} if options.api_key else {}
         self._client = client or httpx.Client(timeout=options.timeout, headers=headers)
+        self.per_token = False
         probe = self._post(["dimension probe"])
         self.dim = int(probe.shape[1])
         self.name = f"endpoint:{options.model or 'default'}@{options.url}"
@@ -166,7 +184,9 @@ class EndpointEmbedder:
                 if r.status_code == 200:
                     try:
                         data = sorted(r.json()["data"], key=lambda d: d.get("index", 0))
-                        return _unit(np.asarray([d["embedding"] for d in data], dtype=np.float32))
+                        pooled = [_pooled(d["embedding"]) for d in data]
+                        self.per_token = self.per_token or any(flag for _, flag in pooled)
+                        return _unit(np.stack([v for v, _ in pooled]))
                     except (ValueError, KeyError, TypeError) as exc:
                         raise EmbedderUnavailable(f"{self.url}: not an embeddings answer ({exc})") from None
                 if r.status_code != 429 and r.status_code < 500 or attempt == self.options.retries:
@@ -180,7 +200,9 @@ class EndpointEmbedder:
         texts = list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         done = 0
-        batches = _batched(texts, self.options.batch_size)
+        # a server without pooling lets the texts of one request see each other's tokens (llama-cpp-python
+        # 0.3.36 with a completion GGUF): it gets one text per request, still several in flight
+        batches = _batched(texts, 1 if self.per_token else self.options.batch_size)
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, self.options.in_flight)) as pool:
             pending: dict[concurrent.futures.Future, tuple[int, int]] = {}
             queue = list(batches)
