@@ -6,75 +6,27 @@ from __future__ import annotations
 import http.server
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 
 import pytest
 
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.llm import CachedBackend, Cancelled, CompletionCache, ContextOverflow, EndpointError
 from ctxfst_tui.core.llm.openai import OpenAIBackend, complete_many, split_endpoint
+from llama_server import free_port as _free_port, llama_server
 
 PROMPT = "Q: What is the capital of France?\nA: The capital of France is"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _server_available() -> str | None:
-    try:
-        import fastapi  # noqa: F401
-        import llama_cpp.server.app  # noqa: F401
-        import sse_starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        return f"llama-cpp-python[server] extra not installed ({exc.name}); pip install 'llama-cpp-python[server]'"
-    return None
 
 
 @pytest.fixture(scope="module")
 def server():
     """A real llama_cpp.server on a free port, stopped after the module's tests."""
-    why = _server_available()
-    if why:
-        pytest.skip(why)
     from ctxfst_tui.core.llm.bundled import bundled_model_path
 
-    port = _free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_model_path()), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "1024", "--n_threads", "2", "--verbose", "False",
-           "--interrupt_requests", "False"]  # else a new request cuts the running stream short
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    try:
-        while True:
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode("utf-8", "replace")[-800:] if proc.stderr else ""
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}: {err}")
-            try:
-                with urllib.request.urlopen(base + "/v1/models", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("llama_cpp.server did not become ready within 90 s")
-            time.sleep(0.2)
+    with llama_server(bundled_model_path(), ["--n_ctx", "1024", "--n_threads", "2",
+                                             "--interrupt_requests", "False"]) as base:  # else a new request cuts the running stream short
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait(5)
 
 
 # ---------------------------------------------------------------- against the real server
