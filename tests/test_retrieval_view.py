@@ -21,7 +21,7 @@ from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
 from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from ctxfst_tui.ui.widgets.retrieval.pane import RetrievalPane
-from ctxfst_tui.ui.widgets.retrieval.results import ResultList, bar, snippet
+from ctxfst_tui.ui.widgets.retrieval.results import ResultList, bar, fit, snippet
 from ctxfst_tui.ui.widgets.retrieval.scoreboard import Scoreboard
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "retrieval"
@@ -173,10 +173,11 @@ async def test_why_not_this_one_and_adding_a_query_from_the_view(folder):
 
 
 def test_bars_and_snippets():
-    assert bar(1.0) == "██████" and bar(0.0) == "······" and bar(0.5) == "███···"
+    assert bar(1.0) == "█████" and bar(0.0) == "·····" and bar(0.5) == "██▌··" and bar(0.25, 4) == "█···"
     text = "word " * 60 + "PostgreSQL keeps a write-ahead log " + "tail " * 60
     got = snippet(text, ["write"])
-    assert "write-ahead" in got and got.startswith("…") and got.endswith("…")
+    assert "write-ahead" in got and got.startswith("…") and got.endswith("…") and len(got) <= 150
+    assert fit("我對資料庫其實懂哪些東西", 9) == "我對資料…" and fit("short", 9) == "short"
 
 
 # ---------------------------------------------------------------- in the workbench (key 6)

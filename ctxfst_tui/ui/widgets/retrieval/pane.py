@@ -31,6 +31,7 @@ from ctxfst_tui.ui.widgets.retrieval.scoreboard import Scoreboard
 
 DEBOUNCE_SECONDS = 0.3
 RESULTS_K = 5
+STACK_BELOW = 90  # cells
 QUERY_HINT = "Type a question: results come as you type (Enter: to the results)."
 WHY, ADD = "why", "add"
 
@@ -115,6 +116,10 @@ class RetrievalPane(Vertical):
     def on_mount(self) -> None:
         self.query_one(ResultList).show_answer(None, QUERY_HINT)
         self.query_one(Scoreboard).show([], [], self._k(), "The scoreboard appears once the index is built.")
+
+    def on_resize(self) -> None:
+        """Below ``STACK_BELOW`` cells the scoreboard goes under the results, not beside them."""
+        self.set_class(self.size.width < STACK_BELOW, "-stacked")
 
     def _k(self) -> int:
         return getattr(self.service, "k", 3)

@@ -10,14 +10,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len, set_cell_size
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-BAR_CELLS = 6
+BAR_CELLS = 5
 EIGHTHS = " ▏▎▍▌▋▊▉█"
-SNIPPET_CHARS = 150
+SNIPPET_CELLS = 150
+MIN_WIDTH = 20
 SIGNAL_ORDER = ("bm25", "vector", "entity")
 TERM_STYLE = "bold $text-warning"
 MUTED = "$text-muted"
@@ -30,17 +32,32 @@ def bar(value: float, cells: int = BAR_CELLS) -> str:
     return ("█" * full + (EIGHTHS[part] if part else "")).ljust(cells, "·")
 
 
-def snippet(text: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
-    """One line of ``text`` around the first matched term (its start when none matches)."""
+def share(value: float) -> str:
+    """A share of the score in four cells: ``.20``, ``1.00``."""
+    text = f"{value:.2f}"
+    return text[1:] if text.startswith("0") else text
+
+
+def fit(text: str, cells: int) -> str:
+    """``text`` cut to ``cells`` terminal cells with an ellipsis (CJK characters take two)."""
+    if cell_len(text) <= cells:
+        return text
+    return set_cell_size(text, max(0, cells - 1)).rstrip() + "…"
+
+
+def snippet(text: str, terms: list[str], cells: int = SNIPPET_CELLS) -> str:
+    """About ``cells`` cells of ``text`` around the first matched term (its start when none matches)."""
     flat = " ".join(text.split())
-    if len(flat) <= width:
+    if cell_len(flat) <= cells:
         return flat
     folded = flat.casefold()
     hits = [i for i in (folded.find(t) for t in terms if t) if i >= 0]
-    start = max(0, min(hits) - width // 4) if hits else 0
-    start = min(start, len(flat) - width)
-    cut = flat[start:start + width]
-    return ("…" if start else "") + cut + ("…" if start + width < len(flat) else "")
+    first = min(hits, default=0)
+    start = max(0, first - cells // 6)
+    while start > max(0, first - cells // 3) and not flat[start - 1].isspace():
+        start -= 1  # begin at a word when one starts close enough
+    lead = "…" if start else ""
+    return lead + fit(flat[start:], cells - len(lead))
 
 
 def term_pattern(terms: list[str]) -> re.Pattern[str] | None:
@@ -50,31 +67,32 @@ def term_pattern(terms: list[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE) if words else None
 
 
-def result_prompt(result: Any) -> Content:
-    """Four lines: rank, id, score and place; the signal bars; the snippet; the entity hits."""
-    head = Content.assemble(
-        (f"{result.rank:>2}. ", MUTED), (result.chunk_id, "bold $text-accent"),
-        (f"  {result.score:.2f}", "bold"),
-        (f"  {result.document}" + (f" · {result.breadcrumb}" if result.breadcrumb else ""), MUTED),
-    )
+def result_prompt(result: Any, width: int = 80) -> Content:
+    """Up to six lines within ``width`` cells: rank, id and score; where it is; the signal bars;
+    two lines of snippet; the entity hits."""
+    width = max(MIN_WIDTH, width)
+    head = Content.assemble((f"{result.rank:>2}. ", MUTED), (fit(result.chunk_id, width - 10), "bold $text-accent"),
+                            (f"  {result.score:.2f}", "bold"))
+    place = result.document + (f" · {result.breadcrumb}" if result.breadcrumb else "")
+    where = Content.styled("    " + fit(place, width - 4), MUTED)
     parts: list[Any] = ["    "]
     for name in SIGNAL_ORDER:
         if name in result.raw:
             parts += [(f"{name} ", MUTED), (bar(result.raw[name]), "$text-success"),
-                      (f" {result.signals.get(name, 0.0):.2f}  ", MUTED)]
+                      (f" {share(result.signals.get(name, 0.0))} ", MUTED)]
     signals = Content.assemble(*parts) if len(parts) > 1 else Content.styled("    (no signal)", MUTED)
-    body = Content("    " + snippet(result.content or result.context or "", result.terms))
+    body = Content("    " + snippet(result.content or result.context or "", result.terms, 2 * (width - 4) - 8))
     pattern = term_pattern(result.terms)
     if pattern is not None:
         body = body.highlight_regex(pattern, style=TERM_STYLE)
-    lines = [head, signals, body]
+    lines = [head, where, signals, body]
     if result.entities:
         hits = []
         for e in result.entities[:4]:
             how = f"“{e.matched}”" if e.matched else (e.via or "")
             hits.append(f"{e.name} ({how})" if how else e.name)
         more = f" +{len(result.entities) - 4}" if len(result.entities) > 4 else ""
-        lines.append(Content.assemble(("    entities ", MUTED), ("; ".join(hits) + more, "$text-primary")))
+        lines.append(Content.assemble(("    entities ", MUTED), (fit("; ".join(hits) + more, width - 13), "$text-primary")))
     return Content("\n").join(lines)
 
 
@@ -92,6 +110,7 @@ class ResultList(OptionList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.results: list[Any] = []
+        self._width = 0
         self.border_title = "Results"
 
     def show_answer(self, answer: Any | None, note: str = "") -> None:
@@ -99,7 +118,7 @@ class ResultList(OptionList):
         self.results = list(answer.results) if answer is not None else []
         self.clear_options()
         if self.results:
-            self.add_options([Option(result_prompt(r), id=r.key) for r in self.results])
+            self._render_results()
             self.highlighted = 0
         else:
             self.add_option(Option(Content.styled(note or "No chunk matches.", MUTED), disabled=True))
@@ -108,6 +127,18 @@ class ResultList(OptionList):
             self.border_subtitle = f"{len(self.results)} · {answer.seconds * 1000:.0f} ms{extra}"
         else:
             self.border_subtitle = ""
+
+    def _render_results(self) -> None:
+        keep = self.highlighted
+        self.clear_options()
+        self._width = self.scrollable_content_region.width or 80
+        self.add_options([Option(result_prompt(r, self._width - 1), id=r.key) for r in self.results])
+        if keep is not None and keep < len(self.results):
+            self.highlighted = keep
+
+    def on_resize(self) -> None:
+        if self.results and self.scrollable_content_region.width != self._width:
+            self._render_results()  # the lines are cut to the width
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
