@@ -173,11 +173,12 @@ def build_index(corpus: Corpus, uri: str, embedder: Embedder | None, *,
     rows = []
     todo: list[int] = []
     for c in corpus.chunks:
+        search_text = corpus.search_text(c)
         row = {"key": c.key, "chunk_id": c.chunk_id, "document": c.document, "breadcrumb": c.breadcrumb,
                "content": c.content, "context": c.context, "tags": c.tags, "entities": c.entities,
                "entity_names": corpus.entity_names(c), "embed_text": c.embed_text,
-               "search_text": corpus.search_text(c),
-               "fts_text": analyze(corpus.search_text(c)), "tokens": c.tokens, "embed_hash": c.embed_hash}
+               "search_text": search_text,
+               "fts_text": analyze(search_text), "tokens": c.tokens, "embed_hash": c.embed_hash}
         if dim:
             vec = old.get((c.key, c.embed_hash))
             if vec is not None and len(vec) == dim:

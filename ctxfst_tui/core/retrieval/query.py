@@ -133,6 +133,9 @@ class Searcher:
                              cjk_share(e["name"] or "" for e in self.entities.values()) if self.entities else 1.0)
         self._embedder_factory = embedder_factory
         self._embedder: Any = None
+        # per query, not per signal: hybrid and auto ask for the same vector twice (chunks, entities)
+        self._query_vectors: dict[str, np.ndarray] = {}
+        self._entity_table = self.db.open_table(ENTITIES) if ENTITIES in table_names(self.db) else None
 
     # ------------------------------------------------------------ signals
 
@@ -168,10 +171,18 @@ class Searcher:
     def vector(self, text: str, limit: int = CANDIDATES) -> dict[str, float]:
         if not self.has_vectors:
             return {}
-        vec = self.embedder().embed_query(text)
-        got = (self.chunks.search(np.asarray(vec, dtype=np.float32), vector_column_name="vector")
+        vec = self._query_vector(text)
+        got = (self.chunks.search(vec, vector_column_name="vector")
                .distance_type("cosine").select(["key"]).limit(limit).to_list())
         return {r["key"]: max(0.0, 1.0 - float(r["_distance"])) for r in got}
+
+    def _query_vector(self, text: str) -> np.ndarray:
+        vec = self._query_vectors.get(text)
+        if vec is None:
+            if len(self._query_vectors) >= 64:
+                self._query_vectors.clear()
+            vec = self._query_vectors[text] = np.asarray(self.embedder().embed_query(text), dtype=np.float32)
+        return vec
 
     def match_entities(self, text: str) -> list[EntityHit]:
         folded = text.casefold()
@@ -184,10 +195,10 @@ class Searcher:
 
     def nearest_entities(self, text: str) -> list[EntityHit]:
         """Entities whose profile embedding is nearest the query: what it means without naming it."""
-        if not self.has_vectors or ENTITIES not in table_names(self.db):
+        if not self.has_vectors or self._entity_table is None:
             return []
-        vec = np.asarray(self.embedder().embed_query(text), dtype=np.float32)
-        got = (self.db.open_table(ENTITIES).search(vec, vector_column_name="vector").distance_type("cosine")
+        vec = self._query_vector(text)
+        got = (self._entity_table.search(vec, vector_column_name="vector").distance_type("cosine")
                .select(["id"]).limit(ENTITY_SEEDS).to_list())
         out = []
         for r in got:
