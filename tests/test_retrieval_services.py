@@ -123,3 +123,27 @@ def test_with_the_bundled_embedder_an_edited_context_re_embeds_one_chunk(folder)
     warm = service.refresh(snaps, "context lang:db")
     assert (warm.stats.embedded, warm.stats.reused) == (1, 2)
     assert service.search("durable storage of rows", mode="vector", k=1).results[0].chunk_id == "lang:db"
+
+
+def test_a_first_index_from_the_service_writes_no_lancedb_warning_to_stderr(folder):
+    """Textual draws on stderr: LanceDB's Rust WARN lines ("No existing dataset at … it will be
+    created", one per new table) must not reach it on the view's path (a fresh process, a new index)."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from ctxfst_tui.services.retrieval import RetrievalService\n"
+        "from ctxfst_tui.core.workspace.workspace import Workspace\n"
+        "from ctxfst_tui.services.session import Session\n"
+        "root = Path(sys.argv[1]); s = Session(root); s.adopt(Workspace.load(root))\n"
+        "svc = RetrievalService(root); r = svc.refresh(s.snapshots())\n"
+        "print(r.stats.chunks, len(svc.search('write-ahead log').results))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LANCEDB_LOG"}
+    got = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True, env=env, timeout=300)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.split() == ["3", "1"]
+    assert (folder / ".ctxfst-index" / "chunks.lance").is_dir()  # tables were created…
+    assert "WARN" not in got.stderr and "No existing dataset" not in got.stderr  # …silently
