@@ -195,8 +195,8 @@ class Searcher:
 
     def nearest_entities(self, text: str) -> list[EntityHit]:
         """Entities whose profile embedding is nearest the query: what it means without naming it."""
-        if not self.has_vectors or self._entity_table is None:
-            return []
+        if not self.has_vectors or self._entity_table is None or not self.entities:
+            return []  # no entities: no query embedding spent on an empty table
         vec = self._query_vector(text)
         got = (self._entity_table.search(vec, vector_column_name="vector").distance_type("cosine")
                .select(["id"]).limit(ENTITY_SEEDS).to_list())
