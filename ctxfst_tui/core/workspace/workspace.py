@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.format.schema import CHUNK_LINK_FIELD, NEGATION, STATE_REF_FIELDS
@@ -60,9 +60,8 @@ def _ref_target(item: Any, negatable: bool) -> str | None:
     return item.strip()
 
 
-def _references(doc: Document) -> set[str]:
-    """Entity ids referenced by chunk links and state references in one document."""
-    out: set[str] = set()
+def reference_lists(doc: Document) -> Iterator[tuple[str, set[str]]]:
+    """(field, ids) for every chunk-link list and state-reference list of one document."""
     for section in ("entities", "chunks"):
         for e in doc.entries(section):
             if not isinstance(e.data, dict):
@@ -71,8 +70,12 @@ def _references(doc: Document) -> set[str]:
             for key in keys:
                 refs = e.data.get(key)
                 if isinstance(refs, list):
-                    out.update(t for t in (_ref_target(r, key != CHUNK_LINK_FIELD) for r in refs) if t)
-    return out
+                    yield key, {t for t in (_ref_target(r, key != CHUNK_LINK_FIELD) for r in refs) if t}
+
+
+def _references(doc: Document) -> set[str]:
+    """Entity ids referenced by chunk links and state references in one document."""
+    return {t for _key, ids in reference_lists(doc) for t in ids}
 
 
 class Workspace:
@@ -148,22 +151,13 @@ class Workspace:
                         r.aliases.append(str(a))
                 if label not in r.declared_in:
                     r.declared_in.append(label)
-            for section in ("entities", "chunks"):
-                for e in doc.entries(section):
-                    if not isinstance(e.data, dict):
-                        continue
-                    keys = ((CHUNK_LINK_FIELD,) if section == "chunks" else ()) + STATE_REF_FIELDS
-                    for key in keys:
-                        refs = e.data.get(key)
-                        if not isinstance(refs, list):
-                            continue
-                        targets = {t for t in (_ref_target(x, key != CHUNK_LINK_FIELD) for x in refs) if t}
-                        for t in sorted(targets):
-                            r = row(t)
-                            if key == CHUNK_LINK_FIELD:
-                                r.chunks += 1
-                            if label not in r.linked_from:
-                                r.linked_from.append(label)
+            for key, targets in reference_lists(doc):
+                for t in sorted(targets):
+                    r = row(t)
+                    if key == CHUNK_LINK_FIELD:
+                        r.chunks += 1
+                    if label not in r.linked_from:
+                        r.linked_from.append(label)
         return list(rows.values())
 
     def entity_dicts(self) -> list[dict[str, Any]]:

@@ -15,21 +15,18 @@ from ctxfst_tui.ui.messages import DiskChanged
 from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.status_bar import StatusBar
+from ctxfst_tui.ui.screens.workbench.controller import Controller
 
 if TYPE_CHECKING:
     from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 
 
-class DiskReactions:
+class DiskReactions(Controller):
     """The workbench's answers to the folder watcher."""
 
     def __init__(self, screen: "WorkbenchScreen") -> None:
-        self.screen = screen
+        super().__init__(screen)
         self.asking: set[Path] = set()  # documents changed on disk whose "reload?" question is open
-
-    @property
-    def session(self):  # noqa: ANN201 - the App's Session
-        return self.screen.session
 
     def changed(self, message: DiskChanged) -> None:
         screen = self.screen

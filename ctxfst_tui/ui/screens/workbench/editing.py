@@ -9,7 +9,7 @@ tree's statuses and unsaved markers.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from ctxfst_tui.core.chunking.convert import default_target
 from ctxfst_tui.core.chunking.preview import Budget
@@ -32,23 +32,11 @@ from ctxfst_tui.ui.screens.modals.entity_edit import AliasEditScreen, EntityEdit
 from ctxfst_tui.ui.widgets.chunks.preview import ChunkPreview
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.status_bar import StatusBar
-
-if TYPE_CHECKING:
-    from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+from ctxfst_tui.ui.screens.workbench.controller import Controller
 
 
-class Editing:
+class Editing(Controller):
     """The workbench's edits of the session, and what follows each one."""
-
-    def __init__(self, screen: "WorkbenchScreen") -> None:
-        self.screen = screen
-
-    @property
-    def session(self):  # noqa: ANN201 - the App's Session
-        return self.screen.session
-
-    def notify(self, message: str, **kwargs: Any) -> None:
-        self.screen.notify(message, **kwargs)
 
     # ------------------------------------------------------------ one edit, and what follows
     def apply(self, verb: str, edit: Callable[[], UndoRecord | None], what: str = "", detail: str = "") -> None:

@@ -8,7 +8,6 @@ the Summary tab (``summary.py``); their progress and end pass through here too.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ctxfst_tui.core.contextualize.options import ContextualizeOptions
 from ctxfst_tui.core.contextualize.run import ContextualizeReport
@@ -29,23 +28,11 @@ from ctxfst_tui.ui.screens.modals.proposals import ProposalsScreen
 from ctxfst_tui.ui.widgets.jobs.status import JobStatus
 from ctxfst_tui.ui.widgets.status_bar import StatusBar
 from ctxfst_tui.ui.widgets.summary.tree import SummaryPane
-
-if TYPE_CHECKING:
-    from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
+from ctxfst_tui.ui.screens.workbench.controller import Controller
 
 
-class ModelJobs:
+class ModelJobs(Controller):
     """Starting the open document's model jobs, following them, and applying what they return."""
-
-    def __init__(self, screen: "WorkbenchScreen") -> None:
-        self.screen = screen
-
-    @property
-    def session(self):  # noqa: ANN201 - the App's Session
-        return self.screen.session
-
-    def notify(self, message: str, **kwargs: Any) -> None:
-        self.screen.notify(message, **kwargs)
 
     def _job_document(self, what: str) -> tuple[Path, Document] | None:
         """The open document, held in memory and readable, or a notification saying why not."""

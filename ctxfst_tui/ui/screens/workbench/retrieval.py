@@ -18,6 +18,7 @@ from ctxfst_tui.core.retrieval.index import default_uri
 from ctxfst_tui.services.analysis import DiagnosisItem
 from ctxfst_tui.services.retrieval import RetrievalService
 from ctxfst_tui.ui.widgets.retrieval.pane import RetrievalPane
+from ctxfst_tui.ui.screens.workbench.controller import Controller
 
 if TYPE_CHECKING:
     from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
@@ -36,20 +37,16 @@ def bundled_or_none() -> Any:
         return None
 
 
-class Retrieval:
+class Retrieval(Controller):
     """The workbench's retrieval: one RetrievalService for the folder, fed the session's edits."""
 
     def __init__(self, screen: "WorkbenchScreen", embedder_factory: Any = bundled_or_none) -> None:
-        self.screen = screen
+        super().__init__(screen)
         self.embedder_factory = embedder_factory
         self.service: RetrievalService | None = None
         self._timer: Timer | None = None
         self._labels: list[str] = []
         self._seen = (0, 0)  # lengths of the undo and redo stacks at the last change
-
-    @property
-    def session(self):  # noqa: ANN201 - the App's Session
-        return self.screen.session
 
     @property
     def active(self) -> bool:

@@ -7,7 +7,7 @@ copies of the nodes as they start and finish.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ctxfst_tui.core.summary import NovelSession, SummarySettings
 from ctxfst_tui.core.summary.manuscript import is_manuscript
@@ -15,31 +15,25 @@ from ctxfst_tui.services.jobs import Job, SummaryOutcome, format_duration, novel
 from ctxfst_tui.ui.messages import JobFinished, NovelOpened, SummaryNodeChanged
 from ctxfst_tui.ui.widgets.summary.tree import EMPTY as NO_NOVEL
 from ctxfst_tui.ui.widgets.summary.tree import SummaryPane
+from ctxfst_tui.ui.screens.workbench.controller import Controller
 
 if TYPE_CHECKING:
     from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 
 
-class Summaries:
+class Summaries(Controller):
     """The novel the Summary tab shows, and summarizing it."""
 
     def __init__(self, screen: "WorkbenchScreen") -> None:
-        self.screen = screen
+        super().__init__(screen)
         self.novel: NovelSession | None = None  # the novel the Summary tab shows (None while it is read)
         self.novel_path: Path | None = None  # its path (set as soon as it is asked for)
         self.job_session: NovelSession | None = None  # the novel a summary job is working on
         self.focus_pending = False  # focus the summary tree once the novel is shown (the user pressed 5)
 
     @property
-    def session(self):  # noqa: ANN201 - the App's Session
-        return self.screen.session
-
-    @property
     def pane(self) -> SummaryPane:
         return self.screen.query_one(SummaryPane)
-
-    def notify(self, message: str, **kwargs: Any) -> None:
-        self.screen.notify(message, **kwargs)
 
     # ------------------------------------------------------------ showing a novel
     def show(self, path: Path | None) -> None:
