@@ -371,7 +371,8 @@ async def test_palette_offers_the_model_commands(folder):
         assert hits and str(hits[0].text) == "Cancel model job"
         hits[0].command()
         await until(pilot, lambda: app.job is None)
-        assert all(hasattr(app if action.startswith("app.") else screen, f"action_{action.removeprefix('app.')}")
+        assert all(hasattr(app if action.startswith("app.") else screen,
+                           f"action_{action.removeprefix('app.').partition('(')[0]}")
                    for _, _, action, _ in COMMANDS)
 
 
