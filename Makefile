@@ -40,9 +40,12 @@ run: $(STAMP)
 # and every child process the tests start compiles the package and re-rewrites the test modules.
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto --dist loadgroup
 
+# The real-model tests run after the rest, alone: their cancel and latency bounds measure the
+# model, not a second worker competing for the same two cores.
 test: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache --no-logo
-	$(PYTEST)
+	$(PYTEST) -m "not model"
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m model
 	@if [ -f "$(SHARED)/conformance/check.py" ]; then \
 		echo "== conformance suite ($(SHARED)/conformance)"; \
 		$(PY) "$(SHARED)/conformance/check.py" --cli "$(CURDIR)/$(VENV)/bin/ctxfst-tui"; \
