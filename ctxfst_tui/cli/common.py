@@ -149,3 +149,11 @@ def emit_output(path: str, data: str | bytes) -> None:
     sys.stdout.flush()
     sys.stdout.buffer.write(raw)
     sys.stdout.buffer.flush()
+
+
+def save_workspace(ws) -> list[Path]:
+    """Write the workspace's edited documents; a failed write is one line (exit 2), never a traceback."""
+    try:
+        return ws.save()
+    except OSError as exc:
+        raise CliError(f"cannot save: {exc}") from None

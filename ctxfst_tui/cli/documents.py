@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from ctxfst_tui.cli.common import CliError, emit_output, load_documents, load_workspace, output_name
+from ctxfst_tui.cli.common import CliError, emit_output, load_documents, load_workspace, output_name, save_workspace
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -115,9 +115,6 @@ def _apply_fixes(args: argparse.Namespace) -> int:
                     before[id(d)].splitlines(keepends=True), d.text.splitlines(keepends=True), d.label, d.label))
         print(f"{len(run.applied)} fix(es) would be applied; nothing written (--dry-run)", file=sys.stderr)
         return 0
-    try:
-        saved = ws.save()
-    except OSError as exc:
-        raise CliError(f"cannot save: {exc}") from None
+    saved = save_workspace(ws)
     print(f"{len(run.applied)} fix(es) applied, {len(run.skipped)} skipped; {len(saved)} file(s) written", file=sys.stderr)
     return 0

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ctxfst_tui.cli.common import CliError, editable_document, emit_output, load_workspace, read_json
+from ctxfst_tui.cli.common import CliError, editable_document, emit_output, load_workspace, read_json, save_workspace
 from ctxfst_tui.cli.model_options import make_backend_from_args
 
 
@@ -107,10 +107,7 @@ def cmd_entities_merge(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(result, end="" if str(result).endswith("\n") else "\n")
         return 0
-    try:
-        saved = ws.save()
-    except OSError as exc:
-        raise CliError(f"cannot save: {exc}") from None
+    saved = save_workspace(ws)
     print(f"merged {', '.join(args.merged)} into {args.into}; {len(saved)} file(s) written", file=sys.stderr)
     return 0
 
