@@ -100,3 +100,22 @@ def _uses_the_real_model(item: pytest.Item) -> bool:
     ``real_model.trusted``, the guard every real-model test uses."""
     source = _source(item)
     return "trusted(" in source or "ensure_trusted(" in source
+
+
+@pytest.fixture
+def retrieval_folder(tmp_path: Path) -> Path:
+    """A copy of tests/fixtures/retrieval (a small CtxFST document and its queries.yaml)."""
+    import shutil
+
+    shutil.copytree(FIXTURES / "retrieval", tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+def held_session(folder: Path):
+    """A Session holding every document of ``folder``, as the workbench holds them."""
+    from ctxfst_tui.core.workspace.workspace import Workspace
+    from ctxfst_tui.services.session import Session
+
+    session = Session(folder)
+    session.adopt(Workspace.load(folder))
+    return session

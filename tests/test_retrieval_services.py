@@ -2,32 +2,22 @@
 session's in-memory documents, re-scored after each edit, queries added to queries.yaml."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from conftest import held_session
 import yaml
 
 from ctxfst_tui.core.retrieval.embedders import BundledEmbedder
 from ctxfst_tui.core.retrieval.evaluate import load_queries
 from ctxfst_tui.core.workspace.entity_ops import add_alias
-from ctxfst_tui.core.workspace.workspace import Workspace
 from ctxfst_tui.services.retrieval import RetrievalError, RetrievalService, split_expected
-from ctxfst_tui.services.session import Session
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "retrieval"
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
-    return tmp_path
-
-
-def _session(folder: Path) -> Session:
-    session = Session(folder)
-    session.adopt(Workspace.load(folder))
-    return session
+def folder(retrieval_folder: Path) -> Path:
+    return retrieval_folder
 
 
 def _board(service: RetrievalService) -> dict[str, tuple[bool, int | None]]:
@@ -35,7 +25,7 @@ def _board(service: RetrievalService) -> dict[str, tuple[bool, int | None]]:
 
 
 def test_the_scoreboard_scores_the_folders_queries_and_an_alias_flips_one(folder):
-    session = _session(folder)
+    session = held_session(folder)
     service = RetrievalService(folder)  # no embedder: full-text and entity signals
     first = service.refresh(session.snapshots())
     assert first.stats.chunks == 3 and first.changes == []
@@ -61,7 +51,7 @@ def test_why_not_this_one_gives_the_breakdown_of_a_chunk_that_did_not_come_back(
     service = RetrievalService(folder)
     with pytest.raises(RetrievalError, match="still being built"):
         service.search("anything")
-    service.refresh(_session(folder).snapshots())
+    service.refresh(held_session(folder).snapshots())
     answer = service.search("write-ahead log", k=1)
     assert [r.chunk_id for r in answer.results] == ["lang:db"]
     assert answer.results[0].signals and "write" in answer.results[0].terms
@@ -75,7 +65,7 @@ def test_why_not_this_one_gives_the_breakdown_of_a_chunk_that_did_not_come_back(
 
 def test_a_query_added_in_the_view_is_appended_to_queries_yaml_and_scored(folder):
     service = RetrievalService(folder)
-    service.refresh(_session(folder).snapshots())
+    service.refresh(held_session(folder).snapshots())
     before = (folder / "queries.yaml").read_text()
     q = service.add_query("garbage collector", "entity:rust")
     assert q.id == "q3"
@@ -90,14 +80,14 @@ def test_a_query_added_in_the_view_is_appended_to_queries_yaml_and_scored(folder
     with pytest.raises(RetrievalError, match="which entities"):
         service.add_query("no expectation", "")
     # the next re-index re-reads the file: the added queries stay on the board
-    service.refresh(_session(folder).snapshots(), "save")
+    service.refresh(held_session(folder).snapshots(), "save")
     assert list(_board(service)) == ["q1-wal", "q2-ecmascript", "q3", "q4"]
 
 
 def test_a_folder_without_queries_yaml_gets_one_on_the_first_added_query(folder):
     (folder / "queries.yaml").unlink()
     service = RetrievalService(folder)
-    service.refresh(_session(folder).snapshots())
+    service.refresh(held_session(folder).snapshots())
     assert service.scoreboard == []
     service.add_query("borrowing", "entity:rust")
     assert [q.id for q in load_queries(folder / "queries.yaml")] == ["q1"]
@@ -106,7 +96,7 @@ def test_a_folder_without_queries_yaml_gets_one_on_the_first_added_query(folder)
 def test_a_broken_queries_file_is_reported_and_the_index_still_built(folder):
     (folder / "queries.yaml").write_text("queries: [unclosed\n")
     service = RetrievalService(folder)
-    got = service.refresh(_session(folder).snapshots())
+    got = service.refresh(held_session(folder).snapshots())
     assert got.stats.chunks == 3 and "queries.yaml" in got.queries_error and service.scoreboard == []
 
 
@@ -116,7 +106,7 @@ def test_split_expected_tells_entities_from_chunks():
 
 def test_with_the_bundled_embedder_an_edited_context_re_embeds_one_chunk(folder):
     service = RetrievalService(folder, embedder_factory=BundledEmbedder)
-    session = _session(folder)
+    session = held_session(folder)
     cold = service.refresh(session.snapshots())
     assert (cold.stats.embedded, cold.stats.reused) == (3, 0)
     snaps = [(p, raw.replace(b"Where the data lives.", b"Where rows are stored durably.")) for p, raw in session.snapshots()]

@@ -4,17 +4,16 @@ added in the view lands in queries.yaml. A real LanceDB index in a temp dir, no 
 vectors do not matter here: the alias works through the full-text and entity signals)."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from conftest import held_session
 from pilot import notifications, settle, started, until
 from textual.app import App, ComposeResult
 from textual.widgets import TabbedContent
 
 from ctxfst_tui.core.retrieval.evaluate import load_queries
 from ctxfst_tui.core.workspace.entity_ops import add_alias
-from ctxfst_tui.core.workspace.workspace import Workspace
 from ctxfst_tui.services.retrieval import RetrievalService
 from ctxfst_tui.services.session import Session
 from ctxfst_tui.ui.app import WorkbenchApp
@@ -24,7 +23,6 @@ from ctxfst_tui.ui.widgets.retrieval.pane import RetrievalPane
 from ctxfst_tui.ui.widgets.retrieval.results import ResultList, bar, fit, snippet
 from ctxfst_tui.ui.widgets.retrieval.scoreboard import Scoreboard
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "retrieval"
 STYLES = Path(__file__).resolve().parents[1] / "ctxfst_tui" / "ui" / "styles"
 
 
@@ -50,15 +48,8 @@ class Host(App):
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    shutil.copytree(FIXTURE, tmp_path, dirs_exist_ok=True)
-    return tmp_path
-
-
-def _session(folder: Path) -> Session:
-    session = Session(folder)
-    session.adopt(Workspace.load(folder))
-    return session
+def folder(retrieval_folder: Path) -> Path:
+    return retrieval_folder
 
 
 async def _settle(app: App, pilot) -> None:
@@ -81,7 +72,7 @@ async def _indexed(app: Host, pilot, session: Session) -> RetrievalPane:
 
 
 async def test_typing_a_query_shows_ranked_explained_results(folder):
-    session = _session(folder)
+    session = held_session(folder)
     app = Host(RetrievalService(folder))
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await _indexed(app, pilot, session)
@@ -103,7 +94,7 @@ async def test_typing_a_query_shows_ranked_explained_results(folder):
 
 
 async def test_an_alias_added_through_the_session_flips_a_query_on_the_scoreboard(folder):
-    session = _session(folder)
+    session = held_session(folder)
     app = Host(RetrievalService(folder))
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await _indexed(app, pilot, session)
@@ -121,7 +112,7 @@ async def test_an_alias_added_through_the_session_flips_a_query_on_the_scoreboar
 
 
 async def test_edits_while_indexing_are_folded_into_one_catch_up_naming_both(folder):
-    session = _session(folder)
+    session = held_session(folder)
     app = Host(RetrievalService(folder))
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await _indexed(app, pilot, session)
@@ -139,7 +130,7 @@ async def test_edits_while_indexing_are_folded_into_one_catch_up_naming_both(fol
 
 
 async def test_why_not_this_one_and_adding_a_query_from_the_view(folder):
-    session = _session(folder)
+    session = held_session(folder)
     app = Host(RetrievalService(folder))
     async with app.run_test(size=(100, 30)) as pilot:
         pane = await _indexed(app, pilot, session)
