@@ -98,6 +98,16 @@ class UndoStack:
     def can_redo(self) -> bool:
         return bool(self._redo)
 
+    @property
+    def done(self) -> tuple[UndoRecord, ...]:
+        """The records undo would take back, oldest first (read only)."""
+        return tuple(self._undo)
+
+    @property
+    def undone(self) -> tuple[UndoRecord, ...]:
+        """The records redo would apply again, the next one last (read only)."""
+        return tuple(self._redo)
+
     def undo(self, ws: "Workspace") -> UndoRecord | None:
         if not self._undo:
             return None

@@ -79,13 +79,13 @@ class Retrieval(Controller):
     # ------------------------------------------------------------ following the edits
     def _stacks(self) -> tuple[int, int]:
         stack = self.session.undo
-        return len(getattr(stack, "_undo", ())), len(getattr(stack, "_redo", ()))
+        return len(stack.done), len(stack.undone)
 
     def _label(self) -> str:
         """What the change just made was, from the undo stack: the new record's description, or
         "undo …"/"redo …" of the record that moved; "" for a change without a record (a reload)."""
         stack = self.session.undo
-        undo, redo = getattr(stack, "_undo", []), getattr(stack, "_redo", [])
+        undo, redo = stack.done, stack.undone
         before, now = self._seen, (len(undo), len(redo))
         self._seen = now
         if now[0] == before[0] - 1 and now[1] == before[1] + 1 and redo:
