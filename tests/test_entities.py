@@ -466,7 +466,7 @@ def test_forget_drops_the_records_of_a_replaced_document_and_keeps_the_others(tm
     stack.push(UndoRecord("edit", "edit a", [DocChange(a, 0, "a0", "a1")]))
     stack.push(UndoRecord("edit", "edit both", [DocChange(a, 0, "a1", "a2"), DocChange(b, 1, "b1", "b2")]))
     assert stack.forget(a) == 2
-    assert stack.can_undo and [r.description for r in stack._undo] == ["edit b"]
+    assert stack.can_undo and [r.description for r in stack.done] == ["edit b"]
     merged = combine("two steps", [UndoRecord("merge", "1", [DocChange(a, 0, "x", "y")]),
                                    UndoRecord("alias", "2", [DocChange(a, 0, "y", "z"), DocChange(b, 1, "p", "p")])])
     assert [(c.path, c.before, c.after) for c in merged.changes] == [(a, "x", "z")]  # b is unchanged: dropped

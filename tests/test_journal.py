@@ -268,6 +268,5 @@ def test_an_ended_session_without_entries_is_removed(folder):
     j.sync(unsaved([]), 2)  # undone: the session stays (locked) but holds nothing
     session = j.session
     assert session.is_dir() and j.entries() == []
-    os.close(j._fd)  # as if the process died here
-    j._fd = None
+    j.release()  # let go of the lock, leaving the session on disk: what the end of the process does
     assert pending(folder) == [] and not session.exists()
