@@ -18,7 +18,7 @@ from ctxfst_tui.core.workspace.entity_ops import (
 )
 from ctxfst_tui.core.workspace.undo import UndoRecord, UndoStack
 from ctxfst_tui.core.workspace.workspace import Workspace
-from ctxfst_tui.core.format.validate import has_errors, validate
+from ctxfst_tui.core.format.validate import validate
 
 DOC_A = """\
 ---
