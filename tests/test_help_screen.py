@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from ctxfst_tui import config as cfg
+from pilot import started
 from ctxfst_tui.ui.screens.modals.help import (
     MOVING_AROUND,
     HelpScreen,
@@ -68,14 +69,41 @@ def rows_by_id(screen: HelpScreen) -> dict[str, tuple[int, str, bool]]:
     return {r.binding_id: (i, r.keys, r.enabled) for i, g in enumerate(screen.groups) for r in g.rows if r.binding_id}
 
 
-async def test_focused_widget_first_then_screen_then_app_with_remapped_keys() -> None:
+async def open_help(app: Small, pilot, key: str = "f1") -> HelpScreen:
+    await pilot.press(key)
+    await pilot.pause()
+    assert isinstance(app.screen, HelpScreen), f"opened by {key!r}"
+    return app.screen
+
+
+async def test_help_closes_fits_80x24_and_lists_focused_screen_app_with_remapped_keys() -> None:
+    """One app: each closing key in turn, the layout at 80x24, then the groups with a keymap."""
     app = Small()
     async with app.run_test(size=SMALL) as pilot:
-        app.set_keymap({"pad.poke": "z,ctrl+x", "save": "f2"})
-        await pilot.press("question_mark")
+        # Each of escape, q, ? and f1 closes it, and the focus goes back where it was.
+        for key in ("escape", "q", "question_mark", "f1"):
+            await open_help(app, pilot)
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, Home), f"closed by {key!r}"
+            assert isinstance(app.screen.focused, Pad), f"focus back where it was after {key!r}"
+
+        # Readable at 80x24: the dialog fits, the note is never cut off, the body scrolls.
+        await open_help(app, pilot)
+        dialog = app.screen.query_one("#help-dialog")
+        assert dialog.region.right <= 80 and dialog.region.bottom <= 24
+        note = app.screen.query_one("#help-note")
+        assert note.region.bottom <= dialog.region.bottom  # the palette / config line is never cut off
+        assert str(cfg.config_path()) in str(note.render())
+        body = app.screen.query_one("#help-body")
+        assert app.screen.focused is body  # arrows and page keys scroll it
+        await pilot.press("escape")
         await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, HelpScreen)
+        assert isinstance(app.screen, Home) and isinstance(app.screen.focused, Pad)
+
+        # Focused widget first, then the screen, then the app, with the keymap's keys.
+        app.set_keymap({"pad.poke": "z,ctrl+x", "save": "f2"})
+        screen = await open_help(app, pilot, "question_mark")
         titles = [g.title for g in screen.groups]
         assert titles[:3] == ["Pad (focused)", "Home", "Everywhere"]  # human titles, never class names
         assert titles[3:] in ([], [MOVING_AROUND])  # Textual's own keys without an id, if any, last
@@ -92,33 +120,6 @@ async def test_focused_widget_first_then_screen_then_app_with_remapped_keys() ->
         assert [t.rows for t in tables] == [g.rows for g in screen.groups]
         text = app.export_screenshot().replace("&#160;", " ")
         assert "pad.poke" in text and "Poke" in text and "Pad (focused)" in text
-
-
-@pytest.mark.parametrize("key", ["escape", "q", "question_mark", "f1"])
-async def test_help_closes(key: str) -> None:
-    app = Small()
-    async with app.run_test(size=SMALL) as pilot:
-        await pilot.press("f1")
-        await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
-        await pilot.press(key)
-        await pilot.pause()
-        assert isinstance(app.screen, Home)
-        assert isinstance(app.screen.focused, Pad)  # focus back where it was
-
-
-async def test_readable_at_80x24_scrolls_when_long() -> None:
-    app = Small()
-    async with app.run_test(size=SMALL) as pilot:
-        await pilot.press("f1")
-        await pilot.pause()
-        dialog = app.screen.query_one("#help-dialog")
-        assert dialog.region.right <= 80 and dialog.region.bottom <= 24
-        note = app.screen.query_one("#help-note")
-        assert note.region.bottom <= dialog.region.bottom  # the palette / config line is never cut off
-        assert str(cfg.config_path()) in str(note.render())
-        body = app.screen.query_one("#help-body")
-        assert app.screen.focused is body  # arrows and page keys scroll it
 
 
 def test_catalogue_lists_each_id_once_with_its_declared_keys() -> None:
@@ -153,8 +154,7 @@ async def test_workbench_help_lists_tree_screen_and_app_keys(tmp_path: Path) -> 
 
     app = WorkbenchApp(folder)
     async with app.run_test(size=SMALL) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await started(app, pilot)
         app.set_keymap(config.keymap)
         assert isinstance(app.screen.focused, DocumentTree)
         await app.push_screen(HelpScreen())
