@@ -11,9 +11,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, SelectionList, Static
+from textual.widgets import Button, SelectionList, Static
 
 from ctxfst_tui.core.entities.extract import EntityProposal, Proposals
+from ctxfst_tui.ui.widgets.footer import KeyFooter
 
 
 def _new_label(p: EntityProposal) -> Content:
@@ -102,7 +103,7 @@ class ProposalsScreen(ModalScreen[set[str] | None]):
             with Horizontal(id="buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Apply", id="apply", variant="primary")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         lists = self.query(SelectionList)

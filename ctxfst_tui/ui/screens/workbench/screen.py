@@ -25,7 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, TabbedContent, TabPane
+from textual.widgets import Header, Input, TabbedContent, TabPane
 
 from ctxfst_tui.core.chunking.preview import Budget
 from ctxfst_tui.core.chunking.spans import ChunkSpan
@@ -62,6 +62,7 @@ from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from ctxfst_tui.ui.widgets.document.summary import DocumentSummary
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.entities.panel import ClusterList, EntityPanel, EntityTable
+from ctxfst_tui.ui.widgets.footer import KeyFooter
 from ctxfst_tui.ui.widgets.jobs.status import JobStatus
 from ctxfst_tui.ui.widgets.retrieval.pane import RetrievalPane
 from ctxfst_tui.ui.widgets.status_bar import StatusBar
@@ -142,6 +143,11 @@ class WorkbenchScreen(Screen[None]):
     def session(self) -> "Session":
         return self.workbench.session
 
+    @property
+    def analysed_version(self) -> int:
+        """The workspace version the shown statuses, entities and findings are of (-1: none yet)."""
+        return self._analysed_version
+
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="workbench"):
@@ -165,7 +171,7 @@ class WorkbenchScreen(Screen[None]):
                         yield RetrievalPane(id="retrieval")
         yield JobStatus(id="job-status")
         yield StatusBar(id="status-bar")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         width = self._layout.get("tree_width")
