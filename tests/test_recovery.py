@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from ctxfst_tui.core import safe_write
-from ctxfst_tui.core.workspace.entity_ops import add_alias
-from ctxfst_tui.core.workspace.journal import all_entries, journal_dir, pending
+from ctxfst_tui.core.workspace.entity_ops import add_alias, merge_entities
+from ctxfst_tui.core.workspace.journal import Journal, all_entries, journal_dir, pending, unsaved
+from ctxfst_tui.core.workspace.workspace import Workspace
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
 from ctxfst_tui.ui.screens.modals.recovery import RecoveryScreen
@@ -57,6 +58,18 @@ async def merge_js(app: WorkbenchApp, pilot) -> None:
     assert MERGED in app.session.document(app.folder / "frontend.md").text
 
 
+def left_by_a_killed_app(folder: Path) -> None:
+    """What an app killed after merging JS into JavaScript leaves: an ended session holding both
+    documents' edits. Built through the core API (the first test shows the app journaling them)."""
+    ws = Workspace.load(folder)
+    merge_entities(ws, "entity:javascript", ["entity:js"])
+    assert MERGED in ws.document(folder / "frontend.md").text
+    journal = Journal(folder)
+    assert journal.sync(unsaved(ws.docs), 1)
+    journal.release()  # the kernel drops a killed process's lock
+    assert len(pending(folder)) == 2
+
+
 async def journaled(folder: Path, pilot, count: int, timeout: float = 5.0) -> float:
     """Wait until the journal holds ``count`` entries (the running app's included); returns the seconds it took."""
     start = time.monotonic()
@@ -80,7 +93,6 @@ async def test_an_edit_is_journaled_within_a_second_and_a_new_app_offers_it_back
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        await open_document(app, pilot, "frontend.md")
         edits: list[float] = []  # wall-clock time of each change of the session
         app.session.listeners.append(lambda: edits.append(time.time()))
         await merge_js(app, pilot)
@@ -105,7 +117,7 @@ async def test_an_edit_is_journaled_within_a_second_and_a_new_app_offers_it_back
         assert not modal.conflicts
         front = next(i for i in modal.items if i.label == "frontend.md")
         assert f"+    {MERGED}  # the components are plain JS" in front.diff
-        await pilot.press("y")
+        await pilot.press("enter")  # Enter is "Recover", as y is (the other tests press y)
         await settle(app, pilot)
         screen = app.screen
         assert isinstance(screen, WorkbenchScreen)
@@ -114,6 +126,8 @@ async def test_an_edit_is_journaled_within_a_second_and_a_new_app_offers_it_back
         assert "2 unsaved" in app.sub_title
         assert MERGED in app.session.document(folder / "frontend.md").text
         assert on_disk(folder) == original  # recovering writes nothing
+        await open_document(app, pilot, "frontend.md")
+        assert MERGED in screen.query_one(SourceView).text  # the panes show the recovered text, not the file's
         await pilot.press("u")  # the recovery is one undoable step: back to the disk text
         await settle(app, pilot)
         assert app.session.document(folder / "frontend.md").text == original[0]
@@ -131,32 +145,9 @@ async def test_an_edit_is_journaled_within_a_second_and_a_new_app_offers_it_back
     assert not journal_dir(folder).exists()
 
 
-async def test_recovery_opens_the_restored_text_in_the_source_view(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await open_document(app, pilot, "frontend.md")
-        await merge_js(app, pilot)
-        await journaled(folder, pilot, 2)
-    app.journal.release()  # its process would end here: the kernel drops its lock
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await recovery_offered(app, pilot)
-        await pilot.press("enter")  # Enter is "Recover" too
-        await settle(app, pilot)
-        await open_document(app, pilot, "frontend.md")
-        source = app.screen.query_one(SourceView)
-        assert MERGED in source.text  # the panes show the recovered text, not the file's
-
-
-async def test_n_discards_the_journal(folder):
+async def test_n_discards_the_journal_and_a_clean_quit_or_quitting_without_saving_leaves_none(folder):
     original = on_disk(folder)
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await merge_js(app, pilot)
-        await journaled(folder, pilot, 2)
-    app.journal.release()  # its process would end here: the kernel drops its lock
+    left_by_a_killed_app(folder)
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         await recovery_offered(app, pilot)
@@ -167,50 +158,13 @@ async def test_n_discards_the_journal(folder):
         assert pending(folder) == [] and not journal_dir(folder).exists()
     assert on_disk(folder) == original
     app.journal.release()  # its process would end here: the kernel drops its lock
-    app = WorkbenchApp(folder)  # nothing is offered again
+
+    # Discarded: nothing is offered again. This app then saves its edits and quits cleanly.
+    app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         await pilot.pause(0.3)
         assert isinstance(app.screen, WorkbenchScreen)
-
-
-async def test_a_file_changed_on_disk_since_is_a_conflict_shown_with_its_diff_and_never_overwritten(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await merge_js(app, pilot)
-        await journaled(folder, pilot, 2)
-    theirs = BACKEND.replace("each script has a test.", "each script has a test (edited elsewhere).")
-    (folder / "backend.md").write_text(theirs, encoding="utf-8")
-
-    app.journal.release()  # its process would end here: the kernel drops its lock
-    app = WorkbenchApp(folder)
-    notified = notifications(app)
-    async with app.run_test(size=SIZE) as pilot:
-        modal = await recovery_offered(app, pilot)
-        (conflict,) = modal.conflicts
-        assert conflict.label == "backend.md" and conflict.state == "changed"
-        assert "-The build runs JavaScript scripts on Node.js; each script has a test (edited elsewhere)." in conflict.diff
-        assert "+    entities: [entity:javascript, entity:node]" in conflict.diff
-        shown = str(modal.query_one("#recovery-conflict").render())
-        assert "changed on disk" in shown and "backend.md" in shown
-        await pilot.press("y")
-        await settle(app, pilot)
-        # The journaled text is held as an unsaved edit; the disk keeps the other program's text.
-        held = app.session.document(folder / "backend.md")
-        assert held.dirty and "entities: [entity:javascript, entity:node]" in held.text
-        assert (folder / "backend.md").read_text(encoding="utf-8") == theirs
-        assert any("changed on disk" in message for _, message, _ in notified)
-        await pilot.press("u")  # undo goes back to what the disk holds now
-        await settle(app, pilot)
-        assert held.text == theirs and not held.dirty
-    assert (folder / "backend.md").read_text(encoding="utf-8") == theirs
-
-
-async def test_a_clean_quit_clears_the_journal_and_quitting_without_saving_discards_it(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
         await merge_js(app, pilot)
         await journaled(folder, pilot, 2)
         await pilot.press("ctrl+s")
@@ -233,6 +187,33 @@ async def test_a_clean_quit_clears_the_journal_and_quitting_without_saving_disca
         await pilot.pause()
         assert not app.is_running
     assert pending(folder) == []
+
+
+async def test_a_file_changed_on_disk_since_is_a_conflict_shown_with_its_diff_and_never_overwritten(folder):
+    left_by_a_killed_app(folder)
+    theirs = BACKEND.replace("each script has a test.", "each script has a test (edited elsewhere).")
+    (folder / "backend.md").write_text(theirs, encoding="utf-8")
+    app = WorkbenchApp(folder)
+    notified = notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await recovery_offered(app, pilot)
+        (conflict,) = modal.conflicts
+        assert conflict.label == "backend.md" and conflict.state == "changed"
+        assert "-The build runs JavaScript scripts on Node.js; each script has a test (edited elsewhere)." in conflict.diff
+        assert "+    entities: [entity:javascript, entity:node]" in conflict.diff
+        shown = str(modal.query_one("#recovery-conflict").render())
+        assert "changed on disk" in shown and "backend.md" in shown
+        await pilot.press("y")
+        await settle(app, pilot)
+        # The journaled text is held as an unsaved edit; the disk keeps the other program's text.
+        held = app.session.document(folder / "backend.md")
+        assert held.dirty and "entities: [entity:javascript, entity:node]" in held.text
+        assert (folder / "backend.md").read_text(encoding="utf-8") == theirs
+        assert any("changed on disk" in message for _, message, _ in notified)
+        await pilot.press("u")  # undo goes back to what the disk holds now
+        await settle(app, pilot)
+        assert held.text == theirs and not held.dirty
+    assert (folder / "backend.md").read_text(encoding="utf-8") == theirs
 
 
 def slow_writer(monkeypatch) -> tuple[threading.Event, list[list[str]], list[int]]:
@@ -261,14 +242,16 @@ def slow_writer(monkeypatch) -> tuple[threading.Event, list[list[str]], list[int
     return release, calls, active
 
 
-async def test_an_edit_made_during_a_slow_save_stays_unsaved(folder, monkeypatch):
-    release, calls, _ = slow_writer(monkeypatch)
+async def test_an_edit_made_during_a_slow_save_stays_unsaved_and_a_second_ctrl_s_saves_it_after(folder, monkeypatch):
+    release, calls, active = slow_writer(monkeypatch)
     app = WorkbenchApp(folder)
     notified = notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
         await merge_js(app, pilot)
         merged_front = app.session.document(folder / "frontend.md").text
+
+        # 1. An edit made while the save writes stays unsaved.
         await pilot.press("ctrl+s")
         await until(pilot, lambda: calls)  # the worker is writing now
         screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))  # typed meanwhile
@@ -288,28 +271,24 @@ async def test_an_edit_made_during_a_slow_save_stays_unsaved(folder, monkeypatch
         await journaled(folder, pilot, 1)  # the unsaved edit is journaled; the saved document is not
         assert b"ReactJS" in all_entries(folder)[0].data
 
-
-async def test_one_save_at_a_time_a_second_ctrl_s_saves_again_after(folder, monkeypatch):
-    release, calls, active = slow_writer(monkeypatch)
-    app = WorkbenchApp(folder)
-    notified = notifications(app)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-        await merge_js(app, pilot)
+        # 2. One save at a time: a ctrl+s pressed while a save writes saves again after it.
+        release.clear()
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: calls)
-        screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
-        await pilot.press("ctrl+s")  # while the first save is writing
+        await until(pilot, lambda: len(calls) == 2)  # writing frontend.md (with ReactJS) now
+        screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactDOM"))
+        seen = len(notified)
+        await pilot.press("ctrl+s")  # while the save is writing
         await pilot.pause()
-        assert any("Saving…" in message for _, message, _ in notified)
+        assert any("Saving…" in message for _, message, _ in notified[seen:])
         release.set()
         await settle(app, pilot)
         await until(pilot, lambda: not app.session.dirty_paths)
         await settle(app, pilot)
-        front, back = on_disk(folder)
-        assert "ReactJS" in front and MERGED in front and "entity:javascript" in back
+        front_text, back_text = on_disk(folder)
+        assert "ReactJS" in front_text and "ReactDOM" in front_text and MERGED in front_text
+        assert "entity:javascript" in back_text
         assert active[1] == 1  # never two writes at once
-        assert [sorted(c) for c in calls] == [["backend.md", "frontend.md"], ["frontend.md"]]
+        assert [sorted(c) for c in calls] == [["backend.md", "frontend.md"], ["frontend.md"], ["frontend.md"]]
         await journaled(folder, pilot, 0)
 
 
@@ -362,26 +341,29 @@ async def test_kill_9_of_a_real_app_loses_no_edit(folder):
     stop = threading.Event()
     reader = threading.Thread(target=_read_all, args=(master, screen_bytes, stop), daemon=True)
     reader.start()
-    try:
-        deadline = time.monotonic() + 60
-        while b"Entities" not in screen_bytes:
+    deadline = time.monotonic() + 60
+
+    async def drawn(marker: bytes, since: int, what: str) -> None:
+        """Wait until the app draws ``marker`` (in what it wrote after byte ``since``)."""
+        while marker not in screen_bytes[since:]:
             assert proc.poll() is None, f"the app ended: {bytes(screen_bytes[-2000:])!r}"
-            assert time.monotonic() < deadline, "the app never drew its screen"
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(2.0)  # the folder scan and the first analysis
-        journal_seen = None
-        while journal_seen is None:
+            assert time.monotonic() < deadline, f"{what}: {bytes(screen_bytes[-2000:])!r}"
+            await asyncio.sleep(0.05)
+
+    try:
+        await drawn(b"Entities", 0, "the app never drew its screen")
+        mark = len(screen_bytes)
+        os.write(master, b"3")  # the Entities view
+        # its suggested merges' subtitle ("1 sure · 0 to review") once the scan and first analysis are in
+        await drawn(b"to review", mark, "no suggested merges were drawn")
+        mark = len(screen_bytes)
+        os.write(master, b"\tm")  # to the suggested merges, merge: keys are handled in order
+        await drawn(b"Cancel", mark, "no diff to confirm was drawn")
+        os.write(master, b"y")  # confirm the diff
+        while len(all_entries(folder)) != 2:
             assert time.monotonic() < deadline, f"no journal entry appeared: {bytes(screen_bytes[-2000:])!r}"
-            for key in (b"3", b"\t", b"m"):  # the Entities view, its suggested merges, merge
-                os.write(master, key)
-                await asyncio.sleep(0.4)
-            os.write(master, b"y")  # confirm the diff
-            for _ in range(30):
-                if len(all_entries(folder)) == 2:
-                    assert pending(folder) == []  # the app runs: its session is locked
-                    journal_seen = time.monotonic()
-                    break
-                await asyncio.sleep(0.1)
+            await asyncio.sleep(0.05)
+        assert pending(folder) == []  # the app runs: its session is locked
         assert proc.poll() is None
         os.kill(proc.pid, signal.SIGKILL)
         assert proc.wait(10) == -signal.SIGKILL
