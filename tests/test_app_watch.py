@@ -1,10 +1,13 @@
 """Pilot test of the disk watch: reload, ask, own saves, deleted, added (the App started with watch_disk=True)."""
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from ctxfst_tui.core.workspace.watch import FolderWatcher
+from ctxfst_tui.ui import app as app_module
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.workbench import disk as wb
 from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
@@ -26,6 +29,8 @@ async def test_disk_changes_reach_the_workbench(folder: Path, monkeypatch) -> No
         return real(changes, open_path, dirty)
 
     monkeypatch.setattr(wb, "plan_reactions", spy)
+    # The App's watcher with the short timings of test_watch.py (not 0.8 s debounce, 1 s settle per change).
+    monkeypatch.setattr(app_module, "FolderWatcher", partial(FolderWatcher, debounce_ms=300, step_ms=50, settle_ms=200))
     app = WorkbenchApp(folder, watch_disk=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
