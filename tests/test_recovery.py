@@ -150,16 +150,28 @@ async def test_n_discards_the_journal_and_a_clean_quit_or_quitting_without_savin
     left_by_a_killed_app(folder)
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
+        # 1. n discards the journal offered.
         await recovery_offered(app, pilot)
         await pilot.press("n")
         await settle(app, pilot)
-        assert isinstance(app.screen, WorkbenchScreen)
+        screen = app.screen
+        assert isinstance(screen, WorkbenchScreen)
         assert not app.session.dirty_paths and "unsaved" not in app.sub_title
         assert pending(folder) == [] and not journal_dir(folder).exists()
+        # 2. "Quit without saving" drops the edits on purpose: nothing is journaled for later.
+        screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
+        await journaled(folder, pilot, 1)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await pilot.pause()
+        assert not app.is_running
     assert on_disk(folder) == original
+    assert pending(folder) == []
     app.journal.release()  # its process would end here: the kernel drops its lock
 
-    # Discarded: nothing is offered again. This app then saves its edits and quits cleanly.
+    # 3. Nothing is offered again; a quit with everything saved clears the journal.
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
@@ -173,20 +185,6 @@ async def test_n_discards_the_journal_and_a_clean_quit_or_quitting_without_savin
         await pilot.pause()
         assert not app.is_running
     assert pending(folder) == [] and not journal_dir(folder).exists()
-
-    app.journal.release()  # its process would end here: the kernel drops its lock
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-        screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
-        await journaled(folder, pilot, 1)
-        await pilot.press("q")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("y")  # "Quit without saving": the edits are dropped on purpose
-        await pilot.pause()
-        assert not app.is_running
-    assert pending(folder) == []
 
 
 async def test_a_file_changed_on_disk_since_is_a_conflict_shown_with_its_diff_and_never_overwritten(folder):
@@ -242,7 +240,8 @@ def slow_writer(monkeypatch) -> tuple[threading.Event, list[list[str]], list[int
     return release, calls, active
 
 
-async def test_an_edit_made_during_a_slow_save_stays_unsaved_and_a_second_ctrl_s_saves_it_after(folder, monkeypatch):
+async def test_saves_over_a_changed_file_or_during_an_edit_lose_nothing_and_one_runs_at_a_time(folder, monkeypatch):
+    original = on_disk(folder)
     release, calls, active = slow_writer(monkeypatch)
     app = WorkbenchApp(folder)
     notified = notifications(app)
@@ -250,6 +249,21 @@ async def test_an_edit_made_during_a_slow_save_stays_unsaved_and_a_second_ctrl_s
         screen = await started(app, pilot)
         await merge_js(app, pilot)
         merged_front = app.session.document(folder / "frontend.md").text
+
+        # 0. A save over a file changed on disk writes nothing and keeps the edits.
+        release.set()  # this save is not slow
+        theirs = original[1] + "\nAppended by another program.\n"
+        (folder / "backend.md").write_text(theirs, encoding="utf-8")
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert on_disk(folder) == (original[0], theirs)  # all or nothing: frontend.md is not written either
+        assert app.session.dirty_paths == {folder / "frontend.md", folder / "backend.md"}
+        errors = [message for _, message, severity in notified if severity == "error"]
+        assert any("backend.md" in m and "changed on disk" in m for m in errors)
+        await journaled(folder, pilot, 2)  # the edits stay protected
+        (folder / "backend.md").write_text(original[1], encoding="utf-8")  # the other program puts it back
+        release.clear()
+        calls.clear()
 
         # 1. An edit made while the save writes stays unsaved.
         await pilot.press("ctrl+s")
@@ -290,24 +304,6 @@ async def test_an_edit_made_during_a_slow_save_stays_unsaved_and_a_second_ctrl_s
         assert active[1] == 1  # never two writes at once
         assert [sorted(c) for c in calls] == [["backend.md", "frontend.md"], ["frontend.md"], ["frontend.md"]]
         await journaled(folder, pilot, 0)
-
-
-async def test_a_save_over_a_file_changed_on_disk_writes_nothing_and_keeps_the_edits(folder):
-    original = on_disk(folder)
-    app = WorkbenchApp(folder)
-    notified = notifications(app)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await merge_js(app, pilot)
-        theirs = original[1] + "\nAppended by another program.\n"
-        (folder / "backend.md").write_text(theirs, encoding="utf-8")
-        await pilot.press("ctrl+s")
-        await settle(app, pilot)
-        assert on_disk(folder) == (original[0], theirs)  # all or nothing: frontend.md is not written either
-        assert app.session.dirty_paths == {folder / "frontend.md", folder / "backend.md"}
-        errors = [message for _, message, severity in notified if severity == "error"]
-        assert any("backend.md" in m and "changed on disk" in m for m in errors)
-        await journaled(folder, pilot, 2)  # the edits stay protected
 
 
 # ---------------------------------------------------------------- a real process, killed
