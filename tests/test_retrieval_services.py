@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import json
+
 import pytest
 from conftest import held_session
 import yaml
@@ -137,3 +139,82 @@ def test_a_first_index_from_the_service_writes_no_lancedb_warning_to_stderr(fold
     assert got.stdout.split() == ["3", "1"]
     assert (folder / ".ctxfst-index" / "chunks.lance").is_dir()  # tables were created…
     assert "WARN" not in got.stderr and "No existing dataset" not in got.stderr  # …silently
+
+
+# ---------------------------------------------------------------- the index keeps its own embedder
+class _RecordedGguf:
+    """Stands for an index made with ``--embed gguf:FILE`` whose file has since gone: a GGUF embedder
+    as the index records it (name, source), with fixed vectors."""
+
+    name = "gguf:notes-embed.gguf:0123456789ab"
+    dim = 4
+
+    def __init__(self, path: Path):
+        self.source = f"gguf:{path}"
+
+    def embed_passages(self, texts, *, cancel=None, progress=None):
+        import numpy as np
+
+        return np.tile(np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32), (len(texts), 1))
+
+    def embed_query(self, text):
+        return self.embed_passages([text])[0]
+
+
+def test_the_view_updates_an_index_with_the_embedder_it_was_built_with(folder):
+    from ctxfst_tui.core.retrieval.index import default_uri, index_meta
+    from ctxfst_tui.ui.screens.workbench.retrieval import folder_embedder
+
+    assert index_meta(default_uri(folder)) is None and not (folder / ".ctxfst-index").exists()  # nothing created
+    assert folder_embedder(folder).name.startswith("bundled:all-MiniLM-L6-v2:")  # a new index: the bundled one
+
+    session = held_session(folder)
+    RetrievalService(folder).refresh(session.snapshots())  # as `ctxfst-tui index --embed none` leaves it
+    assert index_meta(default_uri(folder))["embedder"] == "none"
+    assert folder_embedder(folder) is None  # not the bundled one: that would re-embed the whole index
+    record = session.run(add_alias, "entity:javascript", "ECMAScript")
+    service = RetrievalService(folder, embedder_factory=lambda: folder_embedder(folder))
+    service.refresh(session.snapshots(), record.description)
+    assert index_meta(default_uri(folder))["embedder"] == "none"
+
+
+def test_an_index_whose_gguf_has_gone_is_left_as_it_is_and_says_why(folder, tmp_path):
+    from ctxfst_tui.core.retrieval.bundled_embedder import EmbedderUnavailable
+    from ctxfst_tui.core.retrieval.index import default_uri, index_meta
+    from ctxfst_tui.ui.screens.workbench.retrieval import folder_embedder
+
+    gone = tmp_path / "models" / "notes-embed.gguf"
+    session = held_session(folder)
+    built = RetrievalService(folder, embedder_factory=lambda: _RecordedGguf(gone)).refresh(session.snapshots())
+    assert built.stats.embedded == 3
+    meta = index_meta(default_uri(folder))
+    assert (meta["embedder"], meta["embedder_source"]) == (_RecordedGguf.name, f"gguf:{gone}")
+
+    with pytest.raises(EmbedderUnavailable, match="no such embedding model file"):
+        folder_embedder(folder)
+    service = RetrievalService(folder, embedder_factory=lambda: folder_embedder(folder))
+    with pytest.raises(EmbedderUnavailable):
+        service.refresh(session.snapshots())
+    assert index_meta(default_uri(folder)) == meta  # not rebuilt with the bundled model behind the user's back
+
+
+def test_the_cli_keeps_an_index_s_embedder_unless_told_and_refuses_another_for_a_query(folder, capsys):
+    from ctxfst_tui.cli import main
+    from ctxfst_tui.core.retrieval.index import default_uri, index_meta
+
+    assert main(["index", str(folder), "--embed", "none"]) == 0
+    assert main(["index", str(folder)]) == 0  # re-run without --embed: the index's own, nothing re-embedded
+    assert "(0 embedded, 0 unchanged, 0 removed)" in capsys.readouterr().out
+    assert index_meta(default_uri(folder))["embedder"] == "none"
+    assert main(["query", str(folder), "write-ahead log", "--no-translate", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"]
+
+    gone = folder / "models" / "notes-embed.gguf"
+    RetrievalService(folder, embedder_factory=lambda: _RecordedGguf(gone)).refresh(held_session(folder).snapshots())
+    capsys.readouterr()
+    assert main(["query", str(folder), "write-ahead log", "--mode", "vector", "--embed", "bundled", "--no-translate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"was indexed with {_RecordedGguf.name}, not bundled:all-MiniLM-L6-v2" in err and len(err.splitlines()) == 1
+    assert main(["query", str(folder), "write-ahead log", "--mode", "vector", "--no-translate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no such embedding model file" in err and str(gone) in err and len(err.splitlines()) == 1

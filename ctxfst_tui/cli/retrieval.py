@@ -50,7 +50,9 @@ def _index_options(p: argparse.ArgumentParser, endpoint_flags: tuple[str, ...] =
     """``index`` takes the embedding server as ``--endpoint``; ``query``/``eval`` keep that flag for
     the model that translates, and read the embedding server from the index."""
     p.add_argument("--db", help="any LanceDB URI (default: a .ctxfst-index folder beside the documents)")
-    p.add_argument("--embed", default="bundled", help="bundled (all-MiniLM-L6-v2, default), none, gguf:FILE or endpoint")
+    p.add_argument("--embed", default=None,
+                   help="bundled (all-MiniLM-L6-v2), none, gguf:FILE or endpoint; default: the one the index "
+                        "was built with (its GGUF path is recorded), bundled for a new index")
     p.add_argument(*endpoint_flags, dest="embed_endpoint",
                    help="with --embed endpoint: an OpenAI-compatible /v1/embeddings server, e.g. http://127.0.0.1:8080/v1")
     p.add_argument("--embed-model", help="with --embed endpoint: the served embedding model's name")
@@ -68,22 +70,28 @@ def _uri(args: argparse.Namespace) -> str:
     return args.db or default_uri(args.path)
 
 
-def _embedder(args: argparse.Namespace, recorded: str | None = None) -> Any:
-    """The embedder the options name, or for a query the one the index recorded."""
+def _embedder(args: argparse.Namespace) -> Any:
+    """The embedder the options name; without --embed, the one the index was built with."""
     from ctxfst_tui.core.retrieval.bundled_embedder import EmbedderUnavailable
-    from ctxfst_tui.core.retrieval.embedders import EndpointEmbedder, EndpointOptions, make_embedder
+    from ctxfst_tui.core.retrieval.embedders import (EndpointEmbedder, EndpointOptions, embedder_for_index,
+                                                     make_embedder)
+    from ctxfst_tui.core.retrieval.index import IndexError_, index_meta
 
-    spec = args.embed
     try:
-        if recorded and spec == "bundled" and not recorded.startswith("bundled:"):
-            if recorded.startswith("endpoint:"):  # endpoint:MODEL@URL
-                model, _, url = recorded[len("endpoint:"):].partition("@")
+        if args.embed is None:
+            try:
+                meta = index_meta(_uri(args))
+            except IndexError_ as exc:
+                raise CliError(str(exc)) from None
+            name = str((meta or {}).get("embedder") or "")
+            if name.startswith("endpoint:") and (args.embed_endpoint or args.embed_model):
+                model, _, url = name[len("endpoint:"):].partition("@")  # the same model, another address
                 return EndpointEmbedder(EndpointOptions(url=args.embed_endpoint or url, model=args.embed_model or
                                                         ("" if model == "default" else model)))
-            raise CliError(f"{_uri(args)} was indexed with {recorded}: give the same --embed to query it")
-        return make_embedder(spec, endpoint=args.embed_endpoint, model=args.embed_model)
+            return embedder_for_index(meta)
+        return make_embedder(args.embed, endpoint=args.embed_endpoint, model=args.embed_model)
     except EmbedderUnavailable as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(f"{_uri(args)}: {exc}" if args.embed is None else str(exc)) from None
 
 
 def _progress(stage: str, done: int, total: int, _last: list[float] = [0.0]) -> None:
@@ -119,7 +127,7 @@ def _searcher(args: argparse.Namespace) -> Any:
 
     uri = _uri(args)
     try:
-        return Searcher(uri, embedder_factory=lambda recorded: _embedder(args, recorded))
+        return Searcher(uri, embedder_factory=lambda _recorded: _embedder(args))
     except IndexError_ as exc:
         raise CliError(str(exc)) from None
 

@@ -25,8 +25,9 @@ class EmbedCancelled(Exception):
 
 
 class Embedder(Protocol):
-    name: str
+    name: str  # what made the vectors: an index refuses vectors of another name
     dim: int
+    source: str  # how to make it again (see embedder_for_index): "bundled", "gguf:PATH", "endpoint"
 
     def embed_passages(self, texts: Sequence[str], *, cancel: threading.Event | None = None,
                        progress: Progress | None = None) -> np.ndarray: ...
@@ -75,6 +76,7 @@ class BundledEmbedder:
             raise EmbedderUnavailable(f"could not load the embedding model in {self.folder}: {exc}") from None
         self.dim = int(self._model.dim)
         self.name = f"bundled:all-MiniLM-L6-v2:{bundled_digest()[:12]}"
+        self.source = "bundled"
 
     def embed_passages(self, texts: Sequence[str], *, cancel: threading.Event | None = None,
                        progress: Progress | None = None) -> np.ndarray:
@@ -112,6 +114,7 @@ class GgufEmbedder:
         self._llm = probe.load_embedding_llama(llama_cpp, str(self.path), n_ctx=512)
         self.dim = int(self._llm.n_embd())
         self.name = f"gguf:{self.path.name}:{probe.file_sha256(self.path)[:12]}"
+        self.source = f"gguf:{self.path.resolve()}"
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         with self._lock:
@@ -166,6 +169,7 @@ class EndpointEmbedder:
         probe = self._post(["dimension probe"])
         self.dim = int(probe.shape[1])
         self.name = f"endpoint:{options.model or 'default'}@{options.url}"
+        self.source = "endpoint"
 
     def _post(self, texts: list[str]) -> np.ndarray:
         import httpx
@@ -244,3 +248,28 @@ def make_embedder(spec: str, *, endpoint: str | None = None, model: str | None =
             raise EmbedderUnavailable("--embed endpoint needs --endpoint URL")
         return EndpointEmbedder(EndpointOptions(url=endpoint, model=model or ""))
     raise EmbedderUnavailable(f"unknown embedder {spec!r}: use bundled, none, gguf:FILE or endpoint")
+
+
+def embedder_for_index(meta: dict | None) -> Embedder | None:
+    """The embedder an index was built with, made again from its ``meta`` row, so that querying or
+    updating it never mixes vectors of two models. No index yet: the bundled one.
+
+    Raises EmbedderUnavailable naming what the index needs when it cannot be made here (a GGUF
+    moved or changed, an index from before the source was recorded)."""
+    if not meta:
+        return make_embedder("bundled")
+    name = str(meta.get("embedder") or "none")
+    source = str(meta.get("embedder_source") or "")
+    if name == "none":
+        return None
+    if name.startswith("bundled:"):
+        return make_embedder("bundled")
+    if name.startswith("endpoint:"):  # endpoint:MODEL@URL
+        model, _, url = name[len("endpoint:"):].partition("@")
+        return EndpointEmbedder(EndpointOptions(url=url, model="" if model == "default" else model))
+    if name.startswith("gguf:") and source.startswith("gguf:"):
+        made = GgufEmbedder(Path(source[len("gguf:"):]))
+        if made.name != name:
+            raise EmbedderUnavailable(f"the index was built with {name}, but {made.path} is now {made.name}")
+        return made
+    raise EmbedderUnavailable(f"the index was built with {name}; give the same embedder to use it")

@@ -90,7 +90,7 @@ def _schema(pa: Any, dim: int | None) -> tuple[Any, Any, Any, Any]:
     edges = pa.schema([("source", pa.string()), ("target", pa.string()), ("relation", pa.string()),
                        ("score", pa.float64())])
     meta = pa.schema([("format", pa.int32()), ("embedder", pa.string()), ("dim", pa.int32()),
-                      ("chunker", pa.string()), ("built_at", pa.float64())])
+                      ("chunker", pa.string()), ("built_at", pa.float64()), ("embedder_source", pa.string())])
     return chunks, entities, edges, meta
 
 
@@ -99,6 +99,16 @@ def read_meta(db: Any) -> dict[str, Any] | None:
         return None
     rows = db.open_table(META).to_arrow().to_pylist()
     return rows[0] if rows else None
+
+
+def index_meta(uri: str) -> dict[str, Any] | None:
+    """The meta row of the index at ``uri``; None when there is no index there (nothing created)."""
+    if "://" not in uri and not Path(uri).is_dir():
+        return None
+    try:
+        return read_meta(lancedb().connect(uri))
+    except Exception as exc:
+        raise IndexError_(f"{uri}: cannot open the index: {exc}") from None
 
 
 def table_names(db: Any) -> set[str]:
@@ -226,8 +236,10 @@ def build_index(corpus: Corpus, uri: str, embedder: Embedder | None, *,
     _write(db, ENTITIES, pa.Table.from_pylist(ent_rows, schema=entity_schema))
     edges = _edges(corpus)
     _write(db, EDGES, pa.Table.from_pylist(edges, schema=edge_schema))
+    source = getattr(embedder, "source", "") if embedder else "none"  # how to make the embedder again
     _write(db, META, pa.Table.from_pylist([{"format": FORMAT_VERSION, "embedder": name, "dim": dim or 0,
-                                            "chunker": chunker, "built_at": time.time()}], schema=meta_schema))
+                                            "chunker": chunker, "built_at": time.time(),
+                                            "embedder_source": source}], schema=meta_schema))
     stats.entities, stats.edges = len(ent_rows), len(edges)
     stats.seconds = time.perf_counter() - t0
     return stats

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.timer import Timer
 
-from ctxfst_tui.core.retrieval.index import default_uri
+from ctxfst_tui.core.retrieval.index import default_uri, index_meta
 from ctxfst_tui.services.analysis import DiagnosisItem
 from ctxfst_tui.services.retrieval import RetrievalService
 from ctxfst_tui.ui.widgets.retrieval.pane import RetrievalPane
@@ -26,21 +26,27 @@ if TYPE_CHECKING:
 REINDEX_DELAY = 0.5  # seconds of quiet after an edit before re-indexing (a burst of edits is one re-index)
 
 
-def bundled_or_none() -> Any:
-    """The bundled MiniLM embedder, or None (full-text and entity signals) when it cannot load."""
+def folder_embedder(root: Path) -> Any:
+    """The embedder the folder's index was built with, so the view never re-embeds it with another
+    model (an index made with ``ctxfst-tui index --embed gguf:FILE`` stays a GGUF index). A new
+    index: the bundled MiniLM, or None (full-text and entity signals) when it cannot load."""
     from ctxfst_tui.core.retrieval.bundled_embedder import EmbedderUnavailable
-    from ctxfst_tui.core.retrieval.embedders import make_embedder
+    from ctxfst_tui.core.retrieval.embedders import embedder_for_index
 
+    meta = index_meta(default_uri(root))
     try:
-        return make_embedder("bundled")
+        return embedder_for_index(meta)
     except EmbedderUnavailable:
-        return None
+        if meta is None:
+            return None
+        raise  # said in the pane; the index is left as it is
 
 
 class Retrieval(Controller):
     """The workbench's retrieval: one RetrievalService for the folder, fed the session's edits."""
 
-    def __init__(self, screen: "WorkbenchScreen", embedder_factory: Any = bundled_or_none) -> None:
+    def __init__(self, screen: "WorkbenchScreen", embedder_factory: Any = None) -> None:
+        """``embedder_factory()``: the embedder to index with; default, the folder's own (``folder_embedder``)."""
         super().__init__(screen)
         self.embedder_factory = embedder_factory
         self.service: RetrievalService | None = None
@@ -69,7 +75,9 @@ class Retrieval(Controller):
     def start(self) -> None:
         if self.active:
             return
-        self.service = RetrievalService(self.screen.root, embedder_factory=self.embedder_factory)
+        root = self.screen.root
+        factory = self.embedder_factory or (lambda: folder_embedder(root))
+        self.service = RetrievalService(root, embedder_factory=factory)
         self.pane().use_service(self.service)
         self._seen = self._stacks()
         self.session.listeners.append(self.changed)
