@@ -62,81 +62,7 @@ def screen_text(app: WorkbenchApp) -> str:
     return app.export_screenshot().replace("&#160;", " ")
 
 
-# ---------------------------------------------------------------- the contextualize dialog
-
-
-async def open_contextualize(app: WorkbenchApp, pilot) -> ContextualizeScreen:
-    await started(app, pilot)
-    await open_document(app, pilot, "runbook.md")
-    await pilot.press("ctrl+k")
-    await pilot.pause()
-    assert isinstance(app.screen, ContextualizeScreen)
-    return app.screen
-
-
-async def test_contextualize_starts_on_y(folder):
-    fake = StreamingNotesBackend()
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        await open_contextualize(app, pilot)
-        jobs = []
-        original = app.start_job
-        app.start_job = lambda job, body, reply_to: jobs.append(job) or original(job, body, reply_to)
-        await pilot.press("y")
-        await pilot.pause()
-        assert not isinstance(app.screen, ContextualizeScreen)
-        assert [j.kind for j in jobs] == ["contextualize"]
-
-
-async def test_contextualize_n_cancels(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: StreamingNotesBackend())
-    async with app.run_test(size=SIZE) as pilot:
-        await open_contextualize(app, pilot)
-        await pilot.press("n")
-        await pilot.pause()
-        assert isinstance(app.screen, WorkbenchScreen) and app.job is None
-
-
-async def test_contextualize_focus_starts_on_the_box_space_ticks_it_visibly_enter_starts(folder):
-    fake = StreamingNotesBackend()
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        dialog = await open_contextualize(app, pilot)
-        box = dialog.query_one("#skip-present", Checkbox)
-        assert not box.disabled and dialog.focused is box  # the runbook has chunks with a context
-        unticked = box.render().plain
-        assert "✓" not in unticked
-        await pilot.press("space")
-        await pilot.pause()
-        assert box.value is True
-        assert "✓" in box.render().plain and "✓" in screen_text(app)  # readable without colour
-        answers = []
-        dialog.dismiss = lambda result=None: answers.append(result)  # what Enter answers
-        await pilot.press("enter")
-        await pilot.pause()
-        assert answers == [{"skip_present": True}]
-
-
-async def test_contextualize_with_nothing_to_skip_starts_on_start_and_space_presses_it(tmp_path):
-    (tmp_path / "bare.md").write_text(RUNBOOK.replace('    context: "', '    note: "'), encoding="utf-8")
-    app = WorkbenchApp(tmp_path, backend_factory=lambda settings: StreamingNotesBackend())
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await open_document(app, pilot, "bare.md")
-        await pilot.press("ctrl+k")
-        await pilot.pause()
-        dialog = app.screen
-        assert isinstance(dialog, ContextualizeScreen)
-        assert dialog.query_one(Checkbox).disabled
-        assert dialog.focused is dialog.query_one("#start")
-        answers = []
-        dialog.dismiss = lambda result=None: answers.append(result)
-        await pilot.press("space")
-        await pilot.pause()
-        assert answers == [{"skip_present": False}]
-
-
-# ---------------------------------------------------------------- the help screen
+# ---------------------------------------------------------------- the help screen, then the contextualize dialog
 
 
 async def help_groups(app: WorkbenchApp, pilot) -> dict[str, list[tuple[str, str, bool]]]:
@@ -151,14 +77,36 @@ async def help_groups(app: WorkbenchApp, pilot) -> dict[str, list[tuple[str, str
     return groups
 
 
+async def close_help(app: WorkbenchApp, pilot) -> None:
+    await pilot.press("escape")
+    await pilot.pause()
+    assert isinstance(app.screen, WorkbenchScreen)
+
+
+async def contextualize_dialog(app: WorkbenchApp, pilot, document: str | None = None) -> ContextualizeScreen:
+    """ctrl+k on ``document`` (opened first), or on the one open when None."""
+    if document is not None:
+        await open_document(app, pilot, document)
+    await pilot.press("ctrl+k")
+    await pilot.pause()
+    assert isinstance(app.screen, ContextualizeScreen), document
+    return app.screen
+
+
 CLASS_NAMES = ("SummaryPane", "SummaryTree", "WorkbenchScreen", "WorkbenchApp", "EntityTable", "ClusterList",
                "DocumentTree", "ChunkMap", "ChunkPreview", "DiagnosisPane")
 
 
-async def test_help_titles_are_words_and_escape_is_listed(folder):
-    app = WorkbenchApp(folder)
+async def test_help_in_the_entities_and_summary_then_the_contextualize_dialog(folder):
+    """One App walks the help screen's cases, then the dialog's; no model job runs until the last
+    case (y), so the help screen's "Cancel job" is dimmed and every ctrl+k opens the dialog."""
+    (folder / "bare.md").write_text(RUNBOOK.replace('    context: "', '    note: "'), encoding="utf-8")
+    fake = StreamingNotesBackend()
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
+
+        # Help titles are words, and escape (cancel job) is listed.
         await open_document(app, pilot, "frontend.md")
         await pilot.press("3")
         await settle(app, pilot)
@@ -171,18 +119,14 @@ async def test_help_titles_are_words_and_escape_is_listed(folder):
         assert not any(name in title for title in titles for name in CLASS_NAMES)
         cancel = [row for row in groups["Everywhere"] if row[0] == "esc"]
         assert cancel == [("esc", "Cancel job (while a model job runs)", False)]  # no job: dimmed, still there
-        await pilot.press("escape")
-        await pilot.pause()
+        await close_help(app, pilot)
         screen.query_one(ClusterList).focus()
         await pilot.pause()
         groups = await help_groups(app, pilot)
         assert list(groups)[0] == "Suggested merges (focused)"
+        await close_help(app, pilot)
 
-
-async def test_help_in_the_summary_lists_space_and_r(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
+        # Help in the Summary lists space and r.
         await open_document(app, pilot, "novels/story.txt")
         await pilot.press("5")
         await until(pilot, lambda: screen.query_one("SummaryPane").view is not None, timeout=30)
@@ -195,6 +139,57 @@ async def test_help_in_the_summary_lists_space_and_r(folder):
         assert summary["r"][0].startswith("Read the manuscript again")
         text = screen_text(app)
         assert "Open or close a chapter" in text and "Read the manuscript again" in text
+        await close_help(app, pilot)
+
+        # Contextualize: n cancels.
+        await open_document(app, pilot, "runbook.md")
+        await pilot.press("1")  # back to the Source tab, where the dialog cases started
+        await pilot.pause()
+        await contextualize_dialog(app, pilot)
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, WorkbenchScreen) and app.job is None
+
+        # Contextualize with nothing to skip starts on Start, and space presses it.
+        dialog = await contextualize_dialog(app, pilot, "bare.md")
+        assert dialog.query_one(Checkbox).disabled
+        assert dialog.focused is dialog.query_one("#start")
+        answers = []
+        dialog.dismiss = lambda result=None: answers.append(result)
+        await pilot.press("space")
+        await pilot.pause()
+        assert answers == [{"skip_present": False}]
+        del dialog.dismiss  # the real one again: n closes it
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, WorkbenchScreen) and app.job is None
+
+        # Contextualize: the focus starts on the box, space ticks it visibly, Enter starts.
+        dialog = await contextualize_dialog(app, pilot, "runbook.md")
+        box = dialog.query_one("#skip-present", Checkbox)
+        assert not box.disabled and dialog.focused is box  # the runbook has chunks with a context
+        unticked = box.render().plain
+        assert "✓" not in unticked
+        await pilot.press("space")
+        await pilot.pause()
+        assert box.value is True
+        assert "✓" in box.render().plain and "✓" in screen_text(app)  # readable without colour
+        answers = []
+        dialog.dismiss = lambda result=None: answers.append(result)  # what Enter answers
+        await pilot.press("enter")
+        await pilot.pause()
+        assert answers == [{"skip_present": True}]
+        del dialog.dismiss
+
+        # Contextualize starts on y.
+        assert app.screen is dialog
+        jobs = []
+        original = app.start_job
+        app.start_job = lambda job, body, reply_to: jobs.append(job) or original(job, body, reply_to)
+        await pilot.press("y")
+        await pilot.pause()
+        assert not isinstance(app.screen, ContextualizeScreen)
+        assert [j.kind for j in jobs] == ["contextualize"]
 
 
 # ---------------------------------------------------------------- the quit dialog
@@ -206,21 +201,6 @@ async def edited(app: WorkbenchApp, pilot) -> WorkbenchScreen:
     await pilot.pause()
     assert app.session.dirty_paths
     return screen
-
-
-async def test_save_and_quit_saves_then_quits(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SMALL) as pilot:
-        await edited(app, pilot)
-        await pilot.press("q")
-        await pilot.pause()
-        dialog = app.screen
-        assert isinstance(dialog, QuitScreen) and isinstance(dialog, ConfirmScreen)
-        assert "Save and quit" in screen_text(app)
-        assert dialog.focused is dialog.query_one("#save")  # Enter saves: the answer that loses nothing
-        await pilot.press("enter")
-        await until(pilot, lambda: not app.is_running, timeout=10)
-    assert "ReactJS" in (folder / "frontend.md").read_text(encoding="utf-8")
 
 
 async def test_save_and_quit_by_s(folder):
@@ -259,21 +239,30 @@ async def test_a_failed_save_keeps_the_app_open_and_says_why(folder, monkeypatch
         assert not app.is_running
 
 
-async def test_quit_dialog_n_and_escape_stay(folder):
+async def test_quit_dialog_n_and_escape_stay_it_fits_80_columns_and_enter_saves_then_quits(folder):
     app = WorkbenchApp(folder)
     async with app.run_test(size=SMALL) as pilot:
         screen = await edited(app, pilot)
+        # n and escape stay, the edit kept.
         for key in ("n", "escape"):
             await pilot.press("q")
             await pilot.pause()
-            assert isinstance(app.screen, QuitScreen)
+            assert isinstance(app.screen, QuitScreen), key
             await pilot.press(key)
             await pilot.pause()
-            assert app.is_running and app.screen is screen and app.session.dirty_paths
-        dialog_region = None
+            assert app.is_running and app.screen is screen and app.session.dirty_paths, key
+        # At 80 columns the dialog and all three buttons fit.
         await pilot.press("q")
         await pilot.pause()
-        dialog_region = app.screen.query_one("#dialog").region
+        dialog = app.screen
+        assert isinstance(dialog, QuitScreen) and isinstance(dialog, ConfirmScreen)
+        dialog_region = dialog.query_one("#dialog").region
         assert dialog_region.right <= SMALL[0]
-        for button in app.screen.query("Button"):
+        for button in dialog.query("Button"):
             assert button.region.right <= dialog_region.right  # all three buttons fit at 80 columns
+        # "Save and quit" is offered and focused: Enter saves, then quits.
+        assert "Save and quit" in screen_text(app)
+        assert dialog.focused is dialog.query_one("#save")  # Enter saves: the answer that loses nothing
+        await pilot.press("enter")
+        await until(pilot, lambda: not app.is_running, timeout=10)
+    assert "ReactJS" in (folder / "frontend.md").read_text(encoding="utf-8")
