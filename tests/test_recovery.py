@@ -187,33 +187,6 @@ async def test_n_discards_the_journal_and_a_clean_quit_or_quitting_without_savin
     assert pending(folder) == [] and not journal_dir(folder).exists()
 
 
-async def test_a_file_changed_on_disk_since_is_a_conflict_shown_with_its_diff_and_never_overwritten(folder):
-    left_by_a_killed_app(folder)
-    theirs = BACKEND.replace("each script has a test.", "each script has a test (edited elsewhere).")
-    (folder / "backend.md").write_text(theirs, encoding="utf-8")
-    app = WorkbenchApp(folder)
-    notified = notifications(app)
-    async with app.run_test(size=SIZE) as pilot:
-        modal = await recovery_offered(app, pilot)
-        (conflict,) = modal.conflicts
-        assert conflict.label == "backend.md" and conflict.state == "changed"
-        assert "-The build runs JavaScript scripts on Node.js; each script has a test (edited elsewhere)." in conflict.diff
-        assert "+    entities: [entity:javascript, entity:node]" in conflict.diff
-        shown = str(modal.query_one("#recovery-conflict").render())
-        assert "changed on disk" in shown and "backend.md" in shown
-        await pilot.press("y")
-        await settle(app, pilot)
-        # The journaled text is held as an unsaved edit; the disk keeps the other program's text.
-        held = app.session.document(folder / "backend.md")
-        assert held.dirty and "entities: [entity:javascript, entity:node]" in held.text
-        assert (folder / "backend.md").read_text(encoding="utf-8") == theirs
-        assert any("changed on disk" in message for _, message, _ in notified)
-        await pilot.press("u")  # undo goes back to what the disk holds now
-        await settle(app, pilot)
-        assert held.text == theirs and not held.dirty
-    assert (folder / "backend.md").read_text(encoding="utf-8") == theirs
-
-
 def slow_writer(monkeypatch) -> tuple[threading.Event, list[list[str]], list[int]]:
     """Replace the workspace writer with one that waits for ``release`` before writing (a slow disk).
     Returns the event, the file names of each write call, and [writing now, most at once]."""
@@ -408,7 +381,8 @@ time.sleep(120)
 async def test_a_second_app_never_offers_a_running_app_s_edits_and_offers_them_once_it_is_killed(folder):
     """Another app (a real process, journaling through the API) edits frontend.md; an app started
     meanwhile offers nothing and journals into its own session; after SIGKILL of the other, both
-    ended sessions hold frontend.md and the newest version is offered, saying so."""
+    ended sessions hold frontend.md and the newest version is offered, saying so. backend.md, changed
+    on disk before the next start, is a conflict shown with its diff and never overwritten."""
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(folder / "frontend.md")], stdout=subprocess.PIPE,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, text=True)
     try:
@@ -441,17 +415,36 @@ async def test_a_second_app_never_offers_a_running_app_s_edits_and_offers_them_o
     offered = {e.path.name: e for e in pending(folder)}
     assert sorted(offered) == ["backend.md", "frontend.md"]
     assert offered["frontend.md"].older == 1 and offered["frontend.md"].file.parent == ours  # ours is newer
+    # Another program changes backend.md meanwhile: its journaled edits are now a conflict.
+    theirs = BACKEND.replace("each script has a test.", "each script has a test (edited elsewhere).")
+    (folder / "backend.md").write_text(theirs, encoding="utf-8")
     app = WorkbenchApp(folder)
+    notified = notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         modal = await recovery_offered(app, pilot)
         front = next(i for i in modal.items if i.label == "frontend.md")
         assert front.older == 1
         assert "Newest of 2 unsaved versions" in str(modal.query_one("#recovery-body").render())
+        (conflict,) = modal.conflicts
+        assert conflict.label == "backend.md" and conflict.state == "changed"
+        assert "-The build runs JavaScript scripts on Node.js; each script has a test (edited elsewhere)." in conflict.diff
+        assert "+    entities: [entity:javascript, entity:node]" in conflict.diff
+        shown = str(modal.query_one("#recovery-conflict").render())
+        assert "changed on disk" in shown and "backend.md" in shown
         await pilot.press("y")
         await settle(app, pilot)
         text = app.session.document(folder / "frontend.md").text
         assert MERGED in text and "Typed in the other app." not in text
+        # The conflict's journaled text is held as an unsaved edit; the disk keeps the other program's text.
+        held = app.session.document(folder / "backend.md")
+        assert held.dirty and "entities: [entity:javascript, entity:node]" in held.text
+        assert (folder / "backend.md").read_text(encoding="utf-8") == theirs
+        assert any("changed on disk" in message for _, message, _ in notified)
         await journaled(folder, pilot, 2)  # now held by this app's session alone
         mine = app.journal.journal.session
         assert [p for p in journal_dir(folder).iterdir()] == [mine]  # both ended sessions removed
         assert not other.exists() and not ours.exists()
+        await pilot.press("u")  # undo goes back to what the disk holds now
+        await settle(app, pilot)
+        assert held.text == theirs and not held.dirty
+    assert (folder / "backend.md").read_text(encoding="utf-8") == theirs
