@@ -49,7 +49,7 @@ SCRIPTS = {
     """,
     "hang": """
         import os, subprocess, sys, time
-        grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        grandchild = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(3600)"])
         with open(sys.argv[1], "a") as fh:
             fh.write(f"{os.getpid()} {grandchild.pid} {sys.argv[-1]}\\n")
         time.sleep(3600)
@@ -97,13 +97,15 @@ Sessions live in Redis with the `allkeys-lru` eviction policy.
 
 
 class Probe:
-    """A scripted probe command installed through the environment, and its counter file."""
+    """A scripted probe command installed through the environment, and its counter file. The scripts
+    need only the standard library: ``python -S`` (no site-packages scan) starts them in a fraction
+    of the time; they die, hang or fail just the same."""
 
     def __init__(self, tmp: Path, monkeypatch, kind: str) -> None:
         self.script = tmp / f"probe_{kind}.py"
         self.script.write_text(textwrap.dedent(SCRIPTS[kind]), encoding="utf-8")
         self.counter = tmp / f"probe_{kind}.runs"
-        self.command = f"{sys.executable} {self.script} {self.counter}"
+        self.command = f"{sys.executable} -S {self.script} {self.counter}"
         monkeypatch.setenv(probe.ENV_COMMAND, self.command)
 
     @property
@@ -152,8 +154,8 @@ def test_a_child_that_dies_of_sigsegv_makes_the_model_unavailable_and_it_is_neve
     with pytest.raises(ModelUnavailable) as exc:
         b.load()
     message = str(exc.value)
-    assert message == (f"llama.cpp crashed (SIGSEGV) running fake.gguf on this CPU: rebuild with `make rebuild-llama`, "
-                       f"or use --endpoint URL")
+    assert message == ("llama.cpp crashed (SIGSEGV) running fake.gguf on this CPU: rebuild with `make rebuild-llama`, "
+                       "or use --endpoint URL")
     assert isinstance(exc.value, ModelNotFound) and isinstance(exc.value, ModelError)
     assert not b.loaded and b.verdict.outcome == "crashed" and b.verdict.signal == "SIGSEGV"
     assert len(p.runs) == 1 and p.runs[0][-1] == str(model)
@@ -179,14 +181,14 @@ def test_other_signals_are_named(tmp_path, monkeypatch, kind, words):
 @needs_llama
 def test_a_hanging_child_is_killed_with_its_children_at_the_timeout(tmp_path, monkeypatch):
     p = Probe(tmp_path, monkeypatch, "hang")
-    b = backend(fake_gguf(tmp_path), tmp_path, probe_timeout=1.5)
+    b = backend(fake_gguf(tmp_path), tmp_path, probe_timeout=1.0)
     t0 = time.monotonic()
     with pytest.raises(ModelUnavailable) as exc:
         b.load()
     took = time.monotonic() - t0
-    assert str(exc.value) == ("llama.cpp did not finish a one-token test of fake.gguf within 1.5 s (the test was stopped): "
+    assert str(exc.value) == ("llama.cpp did not finish a one-token test of fake.gguf within 1 s (the test was stopped): "
                               "rebuild with `make rebuild-llama`, or use --endpoint URL (or raise CTXFST_TUI_PROBE_TIMEOUT)")
-    assert 1.4 < took < 20
+    assert 0.9 < took < 20
     [(child, grandchild, _model)] = p.runs
     deadline = time.monotonic() + 5
     while (alive(int(child)) or alive(int(grandchild))) and time.monotonic() < deadline:
@@ -327,7 +329,8 @@ def test_a_native_crash_fails_one_test_and_the_run_goes_on(tmp_path, monkeypatch
         def test_after_it():
             assert True
     """), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    # the child needs pytest alone: no plugin of this venv is loaded (they cost seconds to import)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
                           "--rootdir", str(tmp_path), str(suite)], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=240)
@@ -347,7 +350,8 @@ def test_pytest_timeout_bounds_every_test(pytestconfig):
 
 
 @needs_llama
-def test_the_real_probe_passes_on_the_bundled_model_and_is_kept(tmp_path):
+def test_the_real_probe_passes_on_the_bundled_model_is_kept_and_a_backend_behind_it_completes(tmp_path):
+    """One cold real probe (the costly child), then its kept verdict lets a real backend load and complete."""
     from ctxfst_tui.core.llm.bundled import bundled_model_path
 
     model = bundled_model_path()
@@ -367,11 +371,8 @@ def test_the_real_probe_passes_on_the_bundled_model_and_is_kept(tmp_path):
     info, problem = probe.system_info()
     assert problem is None and info == cold.system_info
 
-
-@needs_llama
-def test_a_real_backend_behind_a_passing_probe_completes(tmp_path):
-    b = CachedBackend(LlamaBackend(n_ctx=256, n_threads=2, hash_cache=CompletionCache(tmp_path / "h.sqlite")),
-                      CompletionCache(tmp_path / "c.sqlite"))
+    # a real backend behind the passing probe (its kept verdict: no second model-loading child) completes
+    b = CachedBackend(LlamaBackend(n_ctx=256, n_threads=2, hash_cache=hashes), CompletionCache(tmp_path / "c.sqlite"))
     try:
         b.inner.self_test()
     except ModelUnavailable as exc:
@@ -398,46 +399,6 @@ def test_the_probe_and_the_doctor_import_neither_textual_nor_llama_cpp():
 
 
 # ---------------------------------------------------------------- the workbench
-
-
-@needs_llama
-async def test_the_workbench_shows_a_failed_self_test_as_one_notification(tmp_path, monkeypatch):
-    """The real LlamaBackend (through the app's default backend factory) on a fake GGUF whose
-    self-test child dies of SIGSEGV: one error notification, the job ends, the app lives on."""
-    from pilot import SIZE, open_document, settle, started
-    from test_model_jobs import RUNBOOK, start_contextualize
-    from pilot import notifications, until
-
-    from ctxfst_tui.ui.app import WorkbenchApp
-    from ctxfst_tui.core.llm.settings import ModelSettings
-
-    p = Probe(tmp_path, monkeypatch, "crash")
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "runbook.md").write_text(RUNBOOK, encoding="utf-8")
-    model = fake_gguf(tmp_path)
-    app = WorkbenchApp(folder, model_settings=ModelSettings("gguf", model_path=str(model), n_ctx=256))
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await open_document(app, pilot, "runbook.md")
-        seen = notifications(app, monkeypatch)
-        await start_contextualize(app, pilot)
-        await until(pilot, lambda: app.job is None, timeout=60)
-        await settle(app, pilot)
-        errors = [(t, m) for t, m, s in seen if s == "error"]
-        assert errors == [("Contextualizing runbook.md: model error",
-                           "llama.cpp crashed (SIGSEGV) running fake.gguf on this CPU: rebuild with `make rebuild-llama`, "
-                           "or use --endpoint URL")]
-        assert not app.session.dirty_paths and len(p.runs) == 1
-        inner = app.models._backend.inner if app.models._backend is not None else None
-        assert inner is not None and not inner.loaded  # never loaded in-process
-        # a second job asks the kept verdict: the same notification, no new child, still alive
-        seen.clear()
-        await start_contextualize(app, pilot)
-        await until(pilot, lambda: app.job is None, timeout=60)
-        await settle(app, pilot)
-        assert [m for _, m, s in seen if s == "error"] == [errors[0][1]] and len(p.runs) == 1
-        assert app.is_running
 
 
 # ---------------------------------------------------------------- cancelling a running self-test
@@ -468,7 +429,7 @@ def test_a_cancel_event_kills_the_running_self_test_and_keeps_no_verdict(tmp_pat
     assert took < 10  # the 60 s timeout was not waited for
     assert _wait_gone(int(child), int(grandchild))  # the whole process group went
     assert not b.loaded and b.verdict is None
-    assert probe._read_cache(probe.probe_cache_path()) == {}  # a cancelled test is no verdict
+    assert probe.kept_verdicts() == {}  # a cancelled test is no verdict
 
 
 def _wait_for_runs(p: Probe, within: float = 20.0) -> None:
@@ -478,9 +439,12 @@ def _wait_for_runs(p: Probe, within: float = 20.0) -> None:
 
 
 @needs_llama
-async def test_escape_cancels_a_job_while_its_self_test_runs(tmp_path, monkeypatch):
-    """A probe child that sleeps (60 s timeout): escape ends the job as cancelled within about a
-    second, the child and its own child are gone, and no verdict is kept (the next job probes again)."""
+async def test_the_workbench_cancels_a_running_self_test_then_shows_a_failed_one_as_one_notification(tmp_path, monkeypatch):
+    """The real LlamaBackend (through the app's default backend factory) on a fake GGUF, in one app:
+    (1) a probe child that sleeps (60 s timeout): escape ends the job as cancelled within about a
+    second, the child and its own child are gone, and no verdict is kept (the next job probes again);
+    (2) the next job's self-test child dies of SIGSEGV: one error notification, the job ends, the
+    model is never loaded, a third job asks the kept verdict (no new child) and the app lives on."""
     from pilot import SIZE, open_document, settle, started
     from test_model_jobs import RUNBOOK, start_contextualize
     from pilot import notifications, until
@@ -488,19 +452,22 @@ async def test_escape_cancels_a_job_while_its_self_test_runs(tmp_path, monkeypat
     from ctxfst_tui.ui.app import WorkbenchApp
     from ctxfst_tui.core.llm.settings import ModelSettings
 
-    p = Probe(tmp_path, monkeypatch, "hang")
+    hang = Probe(tmp_path, monkeypatch, "hang")
     monkeypatch.setenv(probe.ENV_TIMEOUT, "60")
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "runbook.md").write_text(RUNBOOK, encoding="utf-8")
-    app = WorkbenchApp(folder, model_settings=ModelSettings("gguf", model_path=str(fake_gguf(tmp_path)), n_ctx=256))
+    model = fake_gguf(tmp_path)
+    app = WorkbenchApp(folder, model_settings=ModelSettings("gguf", model_path=str(model), n_ctx=256))
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
         await open_document(app, pilot, "runbook.md")
         seen = notifications(app, monkeypatch)
+
+        # (1) escape while the self-test runs
         await start_contextualize(app, pilot)
-        await until(pilot, lambda: bool(p.runs), timeout=30)  # the self-test child is running
-        [(child, grandchild, _model)] = p.runs
+        await until(pilot, lambda: bool(hang.runs), timeout=30)  # the self-test child is running
+        [(child, grandchild, _model)] = hang.runs
         assert alive(int(child)) and app.job is not None
         await pilot.press("escape")
         took = await until(pilot, lambda: app.job is None, timeout=5)
@@ -510,5 +477,27 @@ async def test_escape_cancels_a_job_while_its_self_test_runs(tmp_path, monkeypat
         assert [t for t, _, s in seen if s == "error"] == []
         assert [t for t, _, _ in seen if t == "Cancelled"] == ["Cancelled"], seen
         assert not app.session.dirty_paths
-        assert probe._read_cache(probe.probe_cache_path()) == {}
-        assert app.is_running
+        assert probe.kept_verdicts() == {}
+        assert app.is_running and len(hang.runs) == 1
+
+        # (2) the next job's self-test child dies of SIGSEGV
+        crash = Probe(tmp_path, monkeypatch, "crash")
+        seen.clear()
+        await start_contextualize(app, pilot)
+        await until(pilot, lambda: app.job is None, timeout=60)
+        await settle(app, pilot)
+        errors = [(t, m) for t, m, s in seen if s == "error"]
+        assert errors == [("Contextualizing runbook.md: model error",
+                           "llama.cpp crashed (SIGSEGV) running fake.gguf on this CPU: rebuild with `make rebuild-llama`, "
+                           "or use --endpoint URL")]
+        assert not app.session.dirty_paths and len(crash.runs) == 1
+        info = app.models.info()  # the live backend's own info
+        assert app.models.created and info["backend"] == "llama"
+        assert info["loaded"] is False  # never loaded in-process
+        # a second job asks the kept verdict: the same notification, no new child, still alive
+        seen.clear()
+        await start_contextualize(app, pilot)
+        await until(pilot, lambda: app.job is None, timeout=60)
+        await settle(app, pilot)
+        assert [m for _, m, s in seen if s == "error"] == [errors[0][1]] and len(crash.runs) == 1
+        assert len(hang.runs) == 1 and app.is_running

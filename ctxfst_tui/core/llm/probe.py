@@ -55,7 +55,7 @@ _LIB_SUFFIXES = (".so", ".dylib", ".dll")
 
 __all__ = [
     "ModelUnavailable", "Verdict", "LlamaBuild", "llama_build", "cpu_flags", "probe_cache_path", "verdict_key",
-    "cached_verdict", "describe", "run_probe", "self_test", "ensure_trusted", "preflight", "forget", "system_info",
+    "cached_verdict", "kept_verdicts", "describe", "run_probe", "self_test", "ensure_trusted", "preflight", "forget", "system_info",
     "file_sha256", "run_embedding_probe", "EMBEDDING",
 ]
 COMPLETION = "completion"
@@ -386,6 +386,12 @@ def cached_verdict(model: Path, *, hash_cache: Any = None) -> Verdict | None:
     """The verdict kept for ``model`` with this build on this CPU, or None (never runs a child)."""
     key = verdict_key(Path(model), hash_cache)
     return Verdict.from_json(_read_cache(probe_cache_path()).get(key))
+
+
+def kept_verdicts() -> dict[str, Verdict]:
+    """Every verdict kept in probe.json, by key (none when the file is missing or damaged); never runs a child."""
+    kept = {key: Verdict.from_json(data) for key, data in _read_cache(probe_cache_path()).items()}
+    return {key: v for key, v in kept.items() if v is not None}
 
 
 def self_test(model: Path, *, timeout: float | None = None, hash_cache: Any = None, refresh: bool = False,
