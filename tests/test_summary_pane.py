@@ -3,17 +3,19 @@ worker), expand it, summarize a chapter with a fake model and watch the nodes go
 done, cancel with escape, a failed node, the summary beside its source, stale nodes after the file
 changes, keys answered while the model works, the layout at 80×24, empty and error states.
 
-The model is a fake backend handed to the App (``backend_factory``), never llama.cpp.
+The model is a fake backend handed to the App (``backend_factory``), never llama.cpp. Each test is one
+App walking several cases in turn; a case that needs a novel nothing has touched yet opens its own
+copy of the story (``novels/<case>.txt``: its own summary store beside it, the same node ids).
 """
 from __future__ import annotations
-
-from rich.style import Style
 
 import shutil
 import threading
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
+from rich.style import Style
 from textual.widgets import TabbedContent, TextArea
 
 from conftest import SAMPLE_DOCS
@@ -97,9 +99,15 @@ async def open_summary(app: WorkbenchApp, pilot, relative: str = "novels/story.t
     await open_document(app, pilot, relative)
     await pilot.press("5")
     pane = pane_of(app)
-    await until(pilot, lambda: pane.view is not None)
+    await until(pilot, lambda: pane.view is not None and pane.path == app.folder / relative)
     await pilot.pause()
     return pane
+
+
+def copies(folder: Path, *names: str) -> None:
+    """Fresh copies of the story beside it, one per case that needs an untouched novel."""
+    for name in names:
+        shutil.copy(STORY, folder / "novels" / f"{name}.txt")
 
 
 async def move_to(pilot, tree: SummaryTree, node_id: str) -> None:
@@ -131,12 +139,17 @@ async def summarize(app: WorkbenchApp, pilot, pane: SummaryPane, node_id: str) -
     await settle(app, pilot)
 
 
-# ---------------------------------------------------------------- opening a novel
+# ---------------------------------------------------------------- opening, states, a finished run
 
 
-async def test_the_summary_tab_opens_the_novel_in_a_worker_and_shows_its_tree(folder, monkeypatch):
+async def test_open_a_novel_its_states_a_run_a_failed_node_stale_nodes_and_the_whole_book(folder, monkeypatch):
+    """One App, the fake answering at once: (1) the tab before any novel, (2) empty and error states,
+    (3) the novel opened in a worker and its tree, (4) a chapter run pending → running → done,
+    (5) stale nodes after the file changes and r, (6) a rejected answer retried then flagged failed
+    (its own copy), (7) the palette's Summarize book on the novel shown (its own copy)."""
     import ctxfst_tui.ui.app as app_module
 
+    copies(folder, "failed", "book")
     threads: list[str] = []
     original = app_module.open_novel
 
@@ -145,15 +158,35 @@ async def test_the_summary_tab_opens_the_novel_in_a_worker_and_shows_its_tree(fo
         return original(path, session)
 
     monkeypatch.setattr(app_module, "open_novel", spy)
-    app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
+    fake = BlockingStoryBackend()
+    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
+        told = notifications(app, monkeypatch)
+        jobs = record_jobs(app, monkeypatch)
+
+        # (1) the tab with nothing selected yet
         await pilot.press("5")
         await pilot.pause()
         assert screen.query_one(TabbedContent).active == "summary-tab"
         pane = pane_of(app)
         assert pane.has_class("-empty") and "Select a novel" in pane.status_text  # nothing selected yet
 
+        # (2) empty and error states: a binary file, a CtxFST document
+        await open_document(app, pilot, "binary.txt")
+        await pilot.press("5")
+        await until(pilot, lambda: pane.has_class("-error"))
+        assert pane.status_text == "✗ binary.txt: not a text file"
+        assert "\n" not in pane.status_text and pane.view is None
+
+        await open_document(app, pilot, "runbook.ctxfst.md")
+        await pilot.pause()
+        assert "CtxFST document, not a manuscript" in pane.status_text and not pane.has_class("-error")
+        await pilot.press("s")  # nothing to summarize: a warning, no job
+        assert app.job is None and jobs == []
+
+        # (3) the novel: segmented in a worker, its tree
+        threads.clear()
         pane = await open_summary(app, pilot)
         assert threads and threading.main_thread().name not in threads  # segmented in a worker
         tree = pane.tree
@@ -183,43 +216,18 @@ async def test_the_summary_tab_opens_the_novel_in_a_worker_and_shows_its_tree(fo
         assert "Not summarized yet" in pane.summary_text and "s summarizes" in pane.summary_text
         assert pane.source.text.startswith("The wind dropped at dawn")
         assert "Scene 2" in str(pane.source.border_title) and "Chapter One" in str(pane.source.border_title)
+        await move_to(pilot, tree, "c1")
+        await pilot.press("space")  # close Chapter One again, as it was before the walk
+        assert not node_of(tree, "c1").is_expanded and tree.last_line + 1 == 5
 
-
-async def test_empty_and_error_states(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await open_document(app, pilot, "binary.txt")
-        await pilot.press("5")
-        pane = pane_of(app)
-        await until(pilot, lambda: pane.has_class("-error"))
-        assert pane.status_text == "✗ binary.txt: not a text file"
-        assert "\n" not in pane.status_text and pane.view is None
-
-        await open_document(app, pilot, "runbook.ctxfst.md")
-        await pilot.pause()
-        assert "CtxFST document, not a manuscript" in pane.status_text and not pane.has_class("-error")
-        await pilot.press("s")  # nothing to summarize: a warning, no job
-        assert app.job is None
-
-
-# ---------------------------------------------------------------- running
-
-
-async def test_run_a_chapter_nodes_go_pending_running_done_and_fill_in(folder, monkeypatch):
-    fake = BlockingStoryBackend()
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        pane = await open_summary(app, pilot)
+        # (4) run a chapter: its nodes go pending → running → done and fill in
         seen: list[tuple[str, str]] = []
-        original = pane.update_node
-        monkeypatch.setattr(pane, "update_node", lambda view: (seen.append((view.id, view.status)), original(view)))
+        update = pane.update_node
+        monkeypatch.setattr(pane, "update_node", lambda view: (seen.append((view.id, view.status)), update(view)))
         progress: list[JobProgress] = []
         show = pane.show_progress
         monkeypatch.setattr(pane, "show_progress", lambda m: (progress.append(m), show(m)))
-        told = notifications(app, monkeypatch)
-        jobs = record_jobs(app, monkeypatch)
+        told.clear()
         assert {status(app, i) for i in ("c1", "c1.s1", "c1.s2")} == {"pending"}
 
         await move_to(pilot, pane.tree, "c1")
@@ -253,14 +261,76 @@ async def test_run_a_chapter_nodes_go_pending_running_done_and_fill_in(folder, m
         assert pane.tree.region.right <= box.region.x and pane.tree.region.right <= pane.source.region.x
         assert box.region.bottom <= pane.source.region.y and pane.source.region.height > 10
 
+        # (5) a stale node is marked after the source changes and r; s makes exactly the stale ones again
+        await summarize(app, pilot, pane, "c2")
+        assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["done"] * 3
 
-async def test_escape_cancels_a_running_summary_and_leaves_pending_nodes(folder, monkeypatch):
+        path = folder / "novels" / "story.txt"
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace(EDITED_PHRASE, "like paper left by the fire"), encoding="utf-8")
+        told.clear()
+        await pilot.press("r")
+        await until(pilot, lambda: status(app, "c2.s1") == "stale")
+        await settle(app, pilot)
+        assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["stale", "stale", "done"]
+        assert label_of(pane.tree, "c2.s1").startswith("~ Scene 1")
+        assert "2 stale" in pane.status_text
+        assert any("2 stale nodes" in text for _, text, _ in told), told
+        await move_to(pilot, pane.tree, "c2.s1")
+        assert "Stale" in pane.summary_text and "by the fire" in pane.source.text
+
+        calls = fake.calls
+        await summarize(app, pilot, pane, "c2")
+        assert fake.calls - calls == 2
+        assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["done"] * 3
+
+        # (6) a rejected answer is retried, then the node is flagged failed (an untouched copy)
+        fake.script = ["", ""]  # the first scene: empty twice
+        pane = await open_summary(app, pilot, "novels/failed.txt")
+        await summarize(app, pilot, pane, "c1")
+        assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["failed", "done", "done"]
+        assert label_of(pane.tree, "c1.s1").startswith("✗ Scene 1 ⚑")
+        await move_to(pilot, pane.tree, "c1.s1")
+        assert "Failed" in pane.summary_text and "rejected: empty answer" in pane.summary_text
+        assert "failed" in pane.status_text
+
+        # (7) the palette's Summarize book runs on the novel shown (an untouched copy)
+        await open_summary(app, pilot, "novels/book.txt")
+        jobs.clear()
+        calls = fake.calls
+        app.screen.action_summarize_book()
+        await pilot.pause()
+        assert [(j.node, j.scope) for j in jobs] == [(None, "the book")]
+        await until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        assert fake.calls - calls == 10
+        assert all(v.status in ("done", "skipped") for v in pane_of(app).tree.views.values())
+
+
+# ---------------------------------------------------------------- a model that is still working
+
+
+async def test_escape_keys_and_another_novel_while_a_summary_job_runs(folder, monkeypatch):
+    """One App, the fake blocking from a chosen call until the job's cancel event is set:
+    (1) escape cancels a running chapter and leaves pending nodes, s resumes; (2) keys are answered
+    while the whole book runs (its own copy); (3) another novel while a job runs, then back (a copy
+    running, another copy shown meanwhile: the same node ids)."""
+    copies(folder, "keys", "run", "other")
     fake = BlockingStoryBackend(block_at=2)  # the first scene is summarized, the second call waits for escape
+
+    def block_from(n: int) -> None:
+        """From the n-th call of the next job on, the fake blocks until escape."""
+        fake.block_at = fake.calls + n
+        fake.blocked.clear()
+        fake.cancelled.clear()
+
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
-        pane = await open_summary(app, pilot)
         told = notifications(app, monkeypatch)
+
+        # (1) escape cancels a running summary and leaves pending nodes
+        pane = await open_summary(app, pilot)
         await move_to(pilot, pane.tree, "c1")
         await pilot.press("s")
         await until(pilot, fake.blocked.is_set)
@@ -291,27 +361,10 @@ async def test_escape_cancels_a_running_summary_and_leaves_pending_nodes(folder,
         assert fake.calls - calls == 2
         assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["done"] * 3
 
-
-async def test_a_rejected_answer_is_retried_then_the_node_is_flagged_failed(folder):
-    fake = BlockingStoryBackend(script=["", ""])  # the first scene: empty twice
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        pane = await open_summary(app, pilot)
-        await summarize(app, pilot, pane, "c1")
-        assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["failed", "done", "done"]
-        assert label_of(pane.tree, "c1.s1").startswith("✗ Scene 1 ⚑")
-        await move_to(pilot, pane.tree, "c1.s1")
-        assert "Failed" in pane.summary_text and "rejected: empty answer" in pane.summary_text
-        assert "failed" in pane.status_text
-
-
-async def test_keys_are_answered_while_the_summary_job_runs(folder):
-    fake = BlockingStoryBackend(block_at=1)
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-        pane = await open_summary(app, pilot)
+        # (2) keys are answered while the summary job runs (the whole book of an untouched copy)
+        pane = await open_summary(app, pilot, "novels/keys.txt")
+        block_from(1)
+        finished = fake.finished
         await pilot.press("b")  # the whole book
         assert app.job is not None and app.job.node is None and app.job.total == 10
         await until(pilot, fake.blocked.is_set)
@@ -327,20 +380,15 @@ async def test_keys_are_answered_while_the_summary_job_runs(folder):
         assert screen.query_one(TabbedContent).active == "summary-tab" and tree.has_focus
         await pilot.press("s")  # one job at a time: a warning, not a second job
         assert app.job is not None and app.job.node is None
-        assert not fake.cancelled.is_set() and fake.finished == 0  # all of it while the model was busy
+        assert not fake.cancelled.is_set() and fake.finished == finished  # all of it while the model was busy
         await pilot.press("escape")
         await until(pilot, lambda: app.job is None, timeout=3)
         await settle(app, pilot)
         assert all(v.status in ("pending", "skipped") for v in tree.views.values())
 
-
-async def test_another_novel_while_a_job_runs_then_back(folder):
-    shutil.copy(STORY, folder / "novels" / "other.txt")
-    fake = BlockingStoryBackend(block_at=2)
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        pane = await open_summary(app, pilot)
+        # (3) another novel while a job runs, then back
+        pane = await open_summary(app, pilot, "novels/run.txt")
+        block_from(2)
         await move_to(pilot, pane.tree, "c1")
         await pilot.press("s")
         await until(pilot, lambda: status(app, "c1.s2") == "running")
@@ -348,14 +396,14 @@ async def test_another_novel_while_a_job_runs_then_back(folder):
         # the other novel (same ids): none of the job's node changes or progress land on it
         await choose_document(app, pilot, "novels/other.txt")
         await until(pilot, lambda: pane.path == folder / "novels" / "other.txt" and pane.view is not None)
-        await pilot.pause(0.2)
+        await pilot.pause(0.2)  # a moment in which the running job must not touch it
         assert pane.job is None and "node" not in pane.status_text.split("—")[0]
         assert {v.status for v in pane.tree.views.values()} <= {"pending", "skipped"}
 
         # back to the novel being summarized: its live tree, still running
-        await choose_document(app, pilot, "novels/story.txt")
+        await choose_document(app, pilot, "novels/run.txt")
         await pilot.pause()
-        assert pane.path == folder / "novels" / "story.txt" and pane.job is app.job
+        assert pane.path == folder / "novels" / "run.txt" and pane.job is app.job
         assert status(app, "c1.s1") == "done" and status(app, "c1.s2") == "running"
         await pilot.press("escape")
         await until(pilot, lambda: app.job is None, timeout=3)
@@ -363,94 +411,63 @@ async def test_another_novel_while_a_job_runs_then_back(folder):
         assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["done", "pending", "pending"]
 
 
-async def test_a_stale_node_is_marked_after_the_source_changes_and_r(folder, monkeypatch):
-    fake = BlockingStoryBackend()
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        pane = await open_summary(app, pilot)
-        await summarize(app, pilot, pane, "c2")
-        assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["done"] * 3
-
-        path = folder / "novels" / "story.txt"
-        text = path.read_text(encoding="utf-8")
-        path.write_text(text.replace(EDITED_PHRASE, "like paper left by the fire"), encoding="utf-8")
-        told = notifications(app, monkeypatch)
-        await pilot.press("r")
-        await until(pilot, lambda: status(app, "c2.s1") == "stale")
-        await settle(app, pilot)
-        assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["stale", "stale", "done"]
-        assert label_of(pane.tree, "c2.s1").startswith("~ Scene 1")
-        assert "2 stale" in pane.status_text
-        assert any("2 stale nodes" in text for _, text, _ in told), told
-        await move_to(pilot, pane.tree, "c2.s1")
-        assert "Stale" in pane.summary_text and "by the fire" in pane.source.text
-
-        # s on the chapter makes exactly the stale ones again
-        calls = fake.calls
-        await summarize(app, pilot, pane, "c2")
-        assert fake.calls - calls == 2
-        assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["done"] * 3
-
-
 # ---------------------------------------------------------------- layout, palette, bindings
 
 
-async def test_three_columns_when_wide(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
-    async with app.run_test(size=(200, 60)) as pilot:
-        await started(app, pilot)
-        pane = await open_summary(app, pilot)
-        assert pane.has_class("-wide")
-        tree, box, source = pane.tree, pane.query_one("#summary-box"), pane.source
-        assert tree.region.right <= box.region.x and box.region.right <= source.region.x
-        assert tree.region.y == box.region.y == source.region.y and source.region.width >= 50
-
-
-async def test_the_pane_stacks_at_80x24_and_everything_is_visible(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
-    async with app.run_test(size=(80, 24)) as pilot:
-        await started(app, pilot)
-        pane = await open_summary(app, pilot)
-        assert pane.has_class("-narrow")
-        tree, box, source = pane.tree, pane.query_one("#summary-box"), pane.query_one("#summary-source", TextArea)
-        assert tree.region.bottom <= box.region.y and box.region.bottom <= source.region.y  # stacked
-        for widget in (tree, box, source):
-            assert widget.region.height >= 4 and widget.region.width >= 44
-            assert widget.region.bottom <= 23  # above the footer
-        assert pane.query_one("#summary-status").region.height >= 1
-
-
-async def test_long_titles_are_cut_so_word_counts_stay_in_sight_at_120_columns(folder):
+async def test_the_layout_at_120_80_200_and_96_columns(folder):
+    """One App resized in turn: (1) 120×40, long titles cut so word counts stay in sight; (2) 80×24,
+    the pane stacks and everything is visible; (3) 200×60, three columns; (4) 96×30, the status line
+    wraps between counts, never inside one."""
     app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
         pane = await open_summary(app, pilot)
+
+        # (1) 120×40: long titles are cut so that word counts stay in sight
         await pilot.press("e")  # every chapter open
         await pilot.pause()
         tree = pane.tree
         width = tree.scrollable_content_region.width
+        assert tree.scroll_offset.y == 0 and tree.size.height > tree.last_line  # every line is drawn
         for line in range(tree.last_line + 1):
             node = tree.get_node_at_line(line)
             label = tree.render_label(node, Style(), Style())
             view = tree.views[node.data]
             assert label.plain.endswith(f"{view.words:,} w"), label.plain
-            assert tree._indent(node) + label.cell_len <= width, label.plain
-            if label.cell_len + tree._indent(node) < width - 1:
+            drawn = tree.render_line(line).text.rstrip()  # the guides, then the label, as on screen
+            assert drawn.endswith(label.plain) and cell_len(drawn) <= width, (drawn, label.plain)
+            indent = cell_len(drawn) - label.cell_len
+            if label.cell_len + indent < width - 1:
                 assert view.title in label.plain  # cut only when it has to be
         assert any("…" in tree.render_label(tree.get_node_at_line(i), Style(), Style()).plain
                    for i in range(tree.last_line + 1))  # this novel's long chapter titles are cut here
         assert tree.max_scroll_x == 0  # nothing to scroll sideways
 
+        # (2) 80×24: the pane stacks and everything is visible
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: pane.has_class("-narrow"))
+        await pilot.pause()
+        tree, box, source = pane.tree, pane.query_one("#summary-box"), pane.query_one("#summary-source", TextArea)
+        assert tree.region.bottom <= box.region.y and box.region.bottom <= source.region.y  # stacked
+        for widget in (tree, box, source):
+            assert widget.region.height >= 4 and widget.region.width >= 44, widget
+            assert widget.region.bottom <= 23, widget  # above the footer
+        assert pane.query_one("#summary-status").region.height >= 1
 
-async def test_the_status_line_wraps_between_counts_never_inside_one(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: BlockingStoryBackend())
-    async with app.run_test(size=(96, 30)) as pilot:
-        await started(app, pilot)
-        pane = await open_summary(app, pilot)
+        # (3) 200×60: three columns
+        await pilot.resize_terminal(200, 60)
+        await until(pilot, lambda: pane.has_class("-wide"))
+        await pilot.pause()
+        tree, box, source = pane.tree, pane.query_one("#summary-box"), pane.source
+        assert tree.region.right <= box.region.x and box.region.right <= source.region.x
+        assert tree.region.y == box.region.y == source.region.y and source.region.width >= 50
+
+        # (4) 96×30: the status line wraps between counts, never inside one
+        await pilot.resize_terminal(96, 30)
+        await until(pilot, lambda: not pane.has_class("-wide"))
         await summarize(app, pilot, pane, "c1")
-        status = pane.query_one("#summary-status")
-        lines = [strip.text.strip() for strip in status.render_lines(status.region.reset_offset)]
+        status_line = pane.query_one("#summary-status")
+        lines = [strip.text.strip() for strip in status_line.render_lines(status_line.region.reset_offset)]
         lines = [line for line in lines if line]
         assert len(lines) > 1, lines  # the line is too long for 96 columns: it wraps
         assert "✓ 3 done" in lines[-1] and "· 7 pending" in lines[-1]
@@ -464,19 +481,3 @@ def test_palette_entries_and_binding_ids():
     assert any(b.id == "show-summary" and b.key == "5" for b in WorkbenchScreen.BINDINGS)
     ids = {b.key: b.id for b in SummaryPane.BINDINGS}
     assert ids == {"s": "summary.summarize-node", "b": "summary.summarize-book", "e": "summary.expand-all"}
-
-
-async def test_palette_summarize_book_runs_on_the_novel_shown(folder, monkeypatch):
-    fake = BlockingStoryBackend()
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await open_summary(app, pilot)
-        jobs = record_jobs(app, monkeypatch)
-        app.screen.action_summarize_book()
-        await pilot.pause()
-        assert [(j.node, j.scope) for j in jobs] == [(None, "the book")]
-        await until(pilot, lambda: app.job is None)
-        await settle(app, pilot)
-        assert fake.calls == 10
-        assert all(v.status in ("done", "skipped") for v in pane_of(app).tree.views.values())
