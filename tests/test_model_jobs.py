@@ -107,14 +107,42 @@ async def start_contextualize(app: WorkbenchApp, pilot, skip: bool = False) -> N
     await pilot.pause()
 
 
-async def test_the_ui_stays_responsive_while_a_slow_job_runs_and_escape_cancels_it(folder, monkeypatch):
+async def test_a_slow_job_the_palette_the_ui_stays_responsive_escape_cancels_one_job_at_a_time(folder, monkeypatch):
+    """One App, a model that would take seconds per token (every job here is cancelled): (1) the
+    palette's model commands, Cancel model job from the palette; (2) the UI stays responsive while
+    the job runs, escape cancels it; (3) one job at a time."""
     fake = StreamingNotesBackend(delay=1.0)  # 1 s per token: the first note alone would take many seconds
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
-        await open_document(app, pilot, "runbook.md")
-        before = contexts(app, folder)
         seen = notifications(app, monkeypatch)
+
+        # (1) the palette offers the model commands
+        async def names() -> list[str]:
+            provider = WorkbenchCommands(screen)
+            return [hit.text for hit in [h async for h in provider.discover()]]
+
+        assert "Contextualize document" not in await names()  # no document open yet
+        assert "Model settings" in await names() and "Save" in await names()
+        await open_document(app, pilot, "runbook.md")
+        assert {"Contextualize document", "Extract entities", "Convert to CtxFST"} <= set(await names())
+        assert "Cancel model job" not in await names()
+        await start_contextualize(app, pilot)
+        assert "Cancel model job" in await names()
+        hits = [h async for h in WorkbenchCommands(screen).search("cancel job")]
+        assert hits and str(hits[0].text) == "Cancel model job"
+        hits[0].command()
+        await until(pilot, lambda: app.job is None)
+        assert all(hasattr(app if action.startswith("app.") else screen,
+                           f"action_{action.removeprefix('app.').partition('(')[0]}")
+                   for _, _, action, _ in COMMANDS)
+        await settle(app, pilot)
+
+        # (2) the UI stays responsive while a slow job runs, and escape cancels it
+        fake.started.clear()
+        fake.cancelled.clear()
+        seen.clear()
+        before = contexts(app, folder)
         await start_contextualize(app, pilot)
         assert app.job is not None and app.job.kind == "contextualize"
         status = screen.query_one(JobStatus)
@@ -151,18 +179,45 @@ async def test_the_ui_stays_responsive_while_a_slow_job_runs_and_escape_cancels_
         # escape is the focused widget's again once nothing runs
         assert not app.check_action("cancel_job", ())
 
+        # (3) one job at a time
+        seen.clear()
+        await start_contextualize(app, pilot)
+        job = app.job
+        await pilot.press("ctrl+e")
+        await pilot.press("ctrl+k")
+        await pilot.pause()
+        assert app.job is job and not isinstance(app.screen, ContextualizeScreen)
+        assert sum("still running" in m for _, m, _ in seen) == 2
+        await pilot.press("escape")
+        await until(pilot, lambda: app.job is None)
 
-async def test_a_job_runs_to_completion_then_u_undoes_its_notes(folder, monkeypatch):
+
+async def test_jobs_that_finish_or_fail_their_undo_the_entity_review_and_the_model_settings(folder, monkeypatch):
+    """One App, a fast model made by a counting factory: (1) a job runs to completion, u undoes its
+    notes; (2) skip present keeps the written contexts; (3) the backend was made once and reused;
+    (4) a missing model is one error notification; (5) an endpoint that is down stops the job at
+    once; (6) extracted entities are reviewed, then applied and undone; (7) cancelling the review
+    writes nothing; (8) the settings screen switches to an endpoint and the next job makes a new
+    backend with it."""
     fake = StreamingNotesBackend(delay=0.001)
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
+    made: list[ModelSettings] = []
+
+    def factory(settings: ModelSettings) -> StreamingNotesBackend:
+        made.append(settings)
+        return fake
+
+    app = WorkbenchApp(folder, backend_factory=factory)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
+        assert made == []  # nothing is created before a job needs it
         await open_document(app, pilot, "runbook.md")
+        seen = notifications(app, monkeypatch)
+
+        # (1) a job runs to completion, then u undoes its notes
         before = contexts(app, folder)
         progress: list[JobProgress] = []
         original = screen.query_one(JobStatus).show_progress
         monkeypatch.setattr(screen.query_one(JobStatus), "show_progress", lambda m: (progress.append(m), original(m)))
-        seen = notifications(app, monkeypatch)
         await start_contextualize(app, pilot)
         await until(pilot, lambda: app.job is None)
         await settle(app, pilot)
@@ -185,40 +240,79 @@ async def test_a_job_runs_to_completion_then_u_undoes_its_notes(folder, monkeypa
         assert not app.session.dirty_paths
         assert "Written by hand" in screen.query_one(SourceView).text
 
-
-async def test_skip_present_keeps_the_written_contexts(folder):
-    fake = StreamingNotesBackend()
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await open_document(app, pilot, "runbook.md")
+        # (2) skip present keeps the written contexts (then u, back to the file as it is)
         await start_contextualize(app, pilot, skip=True)
         await until(pilot, lambda: app.job is None)
         await settle(app, pilot)
         after = contexts(app, folder)
         assert after["ops:deploy"] == "Written by hand"
         assert after["ops:database"] and after["ops:cache"]
+        await pilot.press("u")
+        await settle(app, pilot)
+        assert contexts(app, folder) == before and not app.session.dirty_paths
 
-
-async def test_the_backend_is_made_once_and_reused_and_settings_change_it(folder):
-    made: list[ModelSettings] = []
-
-    def factory(settings: ModelSettings) -> StreamingNotesBackend:
-        made.append(settings)
-        return StreamingNotesBackend()
-
-    app = WorkbenchApp(folder, backend_factory=factory)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        assert made == []  # nothing is created before a job needs it
-        await open_document(app, pilot, "runbook.md")
-        for _ in range(2):
-            await start_contextualize(app, pilot)
-            await until(pilot, lambda: app.job is None)
-            await settle(app, pilot)
+        # (3) two jobs so far, one backend
         assert made == [ModelSettings()]
 
-        # The settings screen: switch to an endpoint; the next job makes a new backend with it.
+        # (4) a missing model is one error notification
+        fake.error = ModelNotFound("model file not found: /nowhere/model.gguf")
+        seen.clear()
+        await start_contextualize(app, pilot)
+        await until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        errors = [(t, m) for t, m, s in seen if s == "error"]
+        assert errors == [("Contextualizing runbook.md: model error", "model file not found: /nowhere/model.gguf")]
+        assert not app.session.dirty_paths
+
+        # (5) an endpoint that is down stops the job at once
+        fake.error = EndpointError("cannot reach http://127.0.0.1:9/v1: connection refused")
+        seen.clear()
+        calls = fake.calls
+        await pilot.press("ctrl+e")
+        await until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        assert fake.calls - calls == 1  # not once per chunk
+        errors = [m for _, m, s in seen if s == "error"]
+        assert errors == ["cannot reach http://127.0.0.1:9/v1: connection refused"]
+        assert not isinstance(app.screen, ProposalsScreen)
+        fake.error = None
+
+        # (6) extracted entities are reviewed, then applied and undone
+        await pilot.press("ctrl+e")
+        await until(pilot, lambda: isinstance(app.screen, ProposalsScreen))
+        review = app.screen
+        assert not app.session.dirty_paths  # nothing written yet
+        new = review.query_one("#new-entities", SelectionList)
+        ids = [new.get_option_at_index(i).value for i in range(new.option_count)]
+        assert {"entity:redis", "entity:pgbouncer", "entity:postgresql"} <= set(ids)
+        assert set(new.selected) == set(ids)  # everything ticked to start with
+        new.deselect("entity:redis")
+        await pilot.pause()
+        assert "entity:redis" not in review.chosen
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert app.screen is screen
+        doc = app.session.document(folder / "runbook.md")
+        declared = {e.id for e in doc.entities}
+        assert "entity:pgbouncer" in declared and "entity:redis" not in declared
+        database = next(c for c in doc.chunks if c.id == "ops:database")
+        assert "entity:pgbouncer" in database.data["entities"]
+        assert "entity:pgbouncer" in screen.query_one(ChunkMap).text or "entity:pgbouncer" in screen.query_one(SourceView).text
+        await pilot.press("u")
+        await settle(app, pilot)
+        assert "entity:pgbouncer" not in {e.id for e in app.session.document(folder / "runbook.md").entities}
+        assert not app.session.dirty_paths
+
+        # (7) cancelling the review writes nothing
+        await pilot.press("ctrl+e")
+        await until(pilot, lambda: isinstance(app.screen, ProposalsScreen))
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, ProposalsScreen)
+        assert not app.session.dirty_paths
+        assert made == [ModelSettings()]  # still the one backend
+
+        # (8) the settings screen: switch to an endpoint; the next job makes a new backend with it.
         await pilot.press("ctrl+o")
         await pilot.pause()
         modal = app.screen
@@ -255,127 +349,6 @@ def test_settings_for_the_bundled_model_and_a_gguf_file(tmp_path):
     assert info["backend"] == "llama" and info["context_size"] == 1024 and info["threads"] == 3 and not info["loaded"]
 
 
-async def test_a_missing_model_is_one_error_notification(folder, monkeypatch):
-    def factory(settings):
-        return StreamingNotesBackend(error=ModelNotFound("model file not found: /nowhere/model.gguf"))
-
-    app = WorkbenchApp(folder, backend_factory=factory)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await open_document(app, pilot, "runbook.md")
-        seen = notifications(app, monkeypatch)
-        await start_contextualize(app, pilot)
-        await until(pilot, lambda: app.job is None)
-        await settle(app, pilot)
-        errors = [(t, m) for t, m, s in seen if s == "error"]
-        assert errors == [("Contextualizing runbook.md: model error", "model file not found: /nowhere/model.gguf")]
-        assert not app.session.dirty_paths
-
-
-async def test_an_endpoint_that_is_down_stops_the_job_at_once(folder, monkeypatch):
-    fake = StreamingNotesBackend(error=EndpointError("cannot reach http://127.0.0.1:9/v1: connection refused"))
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await open_document(app, pilot, "runbook.md")
-        seen = notifications(app, monkeypatch)
-        await pilot.press("ctrl+e")
-        await until(pilot, lambda: app.job is None)
-        await settle(app, pilot)
-        assert fake.calls == 1  # not once per chunk
-        errors = [m for _, m, s in seen if s == "error"]
-        assert errors == ["cannot reach http://127.0.0.1:9/v1: connection refused"]
-        assert not isinstance(app.screen, ProposalsScreen)
-
-
-async def test_extracted_entities_are_reviewed_then_applied_and_undone(folder):
-    fake = StreamingNotesBackend()
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-        await open_document(app, pilot, "runbook.md")
-        await pilot.press("ctrl+e")
-        await until(pilot, lambda: isinstance(app.screen, ProposalsScreen))
-        review = app.screen
-        assert not app.session.dirty_paths  # nothing written yet
-        new = review.query_one("#new-entities", SelectionList)
-        ids = [new.get_option_at_index(i).value for i in range(new.option_count)]
-        assert {"entity:redis", "entity:pgbouncer", "entity:postgresql"} <= set(ids)
-        assert set(new.selected) == set(ids)  # everything ticked to start with
-        new.deselect("entity:redis")
-        await pilot.pause()
-        assert "entity:redis" not in review.chosen
-        await pilot.press("y")
-        await settle(app, pilot)
-        assert app.screen is screen
-        doc = app.session.document(folder / "runbook.md")
-        declared = {e.id for e in doc.entities}
-        assert "entity:pgbouncer" in declared and "entity:redis" not in declared
-        database = next(c for c in doc.chunks if c.id == "ops:database")
-        assert "entity:pgbouncer" in database.data["entities"]
-        assert "entity:pgbouncer" in screen.query_one(ChunkMap).text or "entity:pgbouncer" in screen.query_one(SourceView).text
-        await pilot.press("u")
-        await settle(app, pilot)
-        assert "entity:pgbouncer" not in {e.id for e in app.session.document(folder / "runbook.md").entities}
-
-
-async def test_cancelling_the_review_writes_nothing(folder):
-    app = WorkbenchApp(folder, backend_factory=lambda settings: StreamingNotesBackend())
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await open_document(app, pilot, "runbook.md")
-        await pilot.press("ctrl+e")
-        await until(pilot, lambda: isinstance(app.screen, ProposalsScreen))
-        await pilot.press("escape")
-        await settle(app, pilot)
-        assert not isinstance(app.screen, ProposalsScreen)
-        assert not app.session.dirty_paths
-
-
-async def test_one_job_at_a_time(folder, monkeypatch):
-    fake = StreamingNotesBackend(delay=1.0)
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await open_document(app, pilot, "runbook.md")
-        seen = notifications(app, monkeypatch)
-        await start_contextualize(app, pilot)
-        job = app.job
-        await pilot.press("ctrl+e")
-        await pilot.press("ctrl+k")
-        await pilot.pause()
-        assert app.job is job and not isinstance(app.screen, ContextualizeScreen)
-        assert sum("still running" in m for _, m, _ in seen) == 2
-        await pilot.press("escape")
-        await until(pilot, lambda: app.job is None)
-
-
-async def test_palette_offers_the_model_commands(folder):
-    fake = StreamingNotesBackend(delay=1.0)
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-
-        async def names() -> list[str]:
-            provider = WorkbenchCommands(screen)
-            return [hit.text for hit in [h async for h in provider.discover()]]
-
-        assert "Contextualize document" not in await names()  # no document open yet
-        assert "Model settings" in await names() and "Save" in await names()
-        await open_document(app, pilot, "runbook.md")
-        assert {"Contextualize document", "Extract entities", "Convert to CtxFST"} <= set(await names())
-        assert "Cancel model job" not in await names()
-        await start_contextualize(app, pilot)
-        assert "Cancel model job" in await names()
-        hits = [h async for h in WorkbenchCommands(screen).search("cancel job")]
-        assert hits and str(hits[0].text) == "Cancel model job"
-        hits[0].command()
-        await until(pilot, lambda: app.job is None)
-        assert all(hasattr(app if action.startswith("app.") else screen,
-                           f"action_{action.removeprefix('app.').partition('(')[0]}")
-                   for _, _, action, _ in COMMANDS)
-
-
 async def test_progress_is_coalesced():
     posted: list[JobProgress] = []
     job = Job("contextualize", Path("x.md"), "x.md", total=1000)
@@ -389,44 +362,60 @@ async def test_progress_is_coalesced():
 
 # ---------------------------------------------------------------- the self-test verdict on the settings screen
 
-PROBE_SCRIPTS = {
-    "ok": "import json; print(json.dumps({'ok': True, 'system_info': 'CPU : FAKE = 1'}))",
-    "crash": "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)",
-}
+# One probe script for every model: a GGUF whose name says "crash" dies of SIGSEGV, any other answers.
+# (stdlib only: ``python -S`` starts it without scanning site-packages)
+PROBE_SCRIPT = """\
+import json, os, signal, sys
+if "crash" in os.path.basename(sys.argv[-1]):
+    os.kill(os.getpid(), signal.SIGSEGV)
+print(json.dumps({"ok": True, "system_info": "CPU : FAKE = 1"}))
+"""
 
 
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama_cpp is not installed")
-@pytest.mark.parametrize("kind", ["ok", "crash", "untested"])
-async def test_the_settings_screen_shows_the_chosen_ggufs_self_test_verdict(folder, tmp_path, monkeypatch, kind):
+async def test_the_settings_screen_shows_the_chosen_ggufs_self_test_verdict(folder, tmp_path, monkeypatch):
     """The verdict kept by a real self-test (a real child: a script that answers, or one that dies of
-    SIGSEGV) of the chosen GGUF is shown on ctrl+o; a GGUF never tested says so."""
+    SIGSEGV) of the chosen GGUF is shown on ctrl+o; a GGUF never tested says so. One App: each GGUF
+    in turn is chosen on the settings screen itself."""
     from ctxfst_tui.core.llm import probe
+    from ctxfst_tui.core.llm.cache import default_cache
 
     monkeypatch.setenv(probe.ENV_CACHE, str(tmp_path / "verdicts" / "probe.json"))
     monkeypatch.setenv("CTXFST_TUI_COMPLETION_CACHE", str(tmp_path / "completions.sqlite"))
     script = tmp_path / "probe_script.py"
-    script.write_text(PROBE_SCRIPTS.get(kind, PROBE_SCRIPTS["ok"]), encoding="utf-8")
-    monkeypatch.setenv(probe.ENV_COMMAND, f"{sys.executable} {script}")
-    model = tmp_path / "models" / "tiny.gguf"
-    model.parent.mkdir()
-    model.write_bytes(b"GGUF" + b"\0" * 64)
-    if kind != "untested":
-        from ctxfst_tui.core.llm.cache import default_cache
-
-        verdict = probe.self_test(model, hash_cache=default_cache())
-        assert verdict.outcome == ("ok" if kind == "ok" else "crashed")
-    wanted = {"ok": "ok (kept " + time.strftime("%Y-%m-%d %H:%M", time.localtime(verdict.checked)) + ")" if kind == "ok" else "",
-              "crash": "crashed (SIGSEGV)", "untested": "not run yet"}[kind]
+    script.write_text(PROBE_SCRIPT, encoding="utf-8")
+    monkeypatch.setenv(probe.ENV_COMMAND, f"{sys.executable} -S {script}")
+    (tmp_path / "models").mkdir()
+    models = {}
+    for n, kind in enumerate(("ok", "crash", "untested")):  # different bytes: each its own verdict key
+        models[kind] = tmp_path / "models" / f"tiny-{kind}.gguf"
+        models[kind].write_bytes(b"GGUF" + bytes([n]) * 64)
+    ok = probe.self_test(models["ok"], hash_cache=default_cache())
+    assert ok.outcome == "ok"
+    assert probe.self_test(models["crash"], hash_cache=default_cache()).outcome == "crashed"
+    wanted = {"ok": "ok (kept " + time.strftime("%Y-%m-%d %H:%M", time.localtime(ok.checked)) + ")",
+              "crash": "crashed (SIGSEGV)", "untested": "not run yet"}
     app = WorkbenchApp(folder, backend_factory=lambda settings: StreamingNotesBackend(),
-                       model_settings=ModelSettings("gguf", model_path=str(model)))
+                       model_settings=ModelSettings("gguf", model_path=str(models["ok"])))
     async with app.run_test(size=SIZE) as pilot:
         await started(app, pilot)
-        await pilot.press("ctrl+o")
-        await pilot.pause()
-        modal = app.screen
-        assert isinstance(modal, ModelSettingsScreen)
-        text = lambda: modal.query_one("#current").render().plain  # noqa: E731
-        await until(pilot, lambda: "looking" not in text(), timeout=20)
-        line = next(line for line in text().splitlines() if line.startswith("Self-test"))
-        assert line[15:].strip() == wanted, text()
-        await pilot.press("escape")
+        for kind in ("ok", "crash", "untested"):
+            await pilot.press("ctrl+o")
+            await pilot.pause()
+            modal = app.screen
+            assert isinstance(modal, ModelSettingsScreen), kind
+            text = lambda: modal.query_one("#current").render().plain  # noqa: E731
+            await until(pilot, lambda: "looking" not in text(), timeout=20)
+            line = next(line for line in text().splitlines() if line.startswith("Self-test"))
+            assert line[15:].strip() == wanted[kind], (kind, text())
+            if kind == "untested":
+                await pilot.press("escape")
+                break
+            # choose the next GGUF on the form, Enter in the field is Use
+            following = models["crash" if kind == "ok" else "untested"]
+            field = modal.query_one("#model-path", Input)
+            field.value = str(following)
+            field.focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: app.screen is not modal)
+            assert app.models.settings.model_path == str(following), kind
