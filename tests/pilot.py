@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
+
+import pytest
 
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
@@ -89,3 +92,15 @@ def notifications(app: WorkbenchApp, monkeypatch=None) -> list[tuple[str, str, s
     else:
         app.notify = notify  # the App is the test's own: nothing to restore
     return seen
+
+
+@contextmanager
+def kept_failure(error_type: type[BaseException], match: str) -> Iterator[pytest.ExceptionInfo]:
+    """Around ``async with app.run_test()`` in a test that provokes a failure on purpose: the
+    workbench survives it, and ``run_test`` re-raises the first such failure when it ends (so no
+    test passes over one it did not expect); here that one is expected. An error of the test's
+    own inside (a failed assert) is raised as itself, not hidden behind the expected one."""
+    with pytest.raises(error_type, match=match) as raised:
+        yield raised
+    if raised.value.__context__ is not None:  # run_test raised the kept failure over it
+        raise raised.value.__context__
