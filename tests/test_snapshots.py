@@ -1,6 +1,11 @@
 """Snapshot tests (SVG, pytest-textual-snapshot) of the workbench: each pane empty, loaded and in
 its error state, the main screen in each shipped theme and at 80×24 and 200×60, and the help screen.
 
+Each test starts ONE app on one folder and takes several pictures in sequence (:class:`Shots`),
+each compared with its own stored SVG, ``<test>[<picture>].svg``, as ``snap_compare`` compares
+(the plugin's SVG extension, its failure report). The order is chosen so that nothing a picture
+shows is left over from an earlier step: a test's docstring says what constrains it.
+
 Update them with ``pytest tests/test_snapshots.py --snapshot-update`` and LOOK at every changed SVG
 under ``tests/__snapshots__/test_snapshots/`` before committing it.
 
@@ -11,8 +16,8 @@ What keeps them deterministic:
   machine (:func:`fixed_length_home`): a finding that names a document by its absolute path is
   cut off on screen, but its length still sizes a horizontal scrollbar; the novel is the
   repository's own sample story;
-- the header's sub-title (the folder's absolute path) is set to :data:`SUB_TITLE` after the last
-  step; everything else names documents relative to the folder;
+- the header's sub-title (the folder's absolute path) is set to :data:`SUB_TITLE` before each
+  picture; everything else names documents relative to the folder;
 - a default :class:`Config` with a fixed (non-existent) path and a fresh :class:`State`: the
   user's config, theme and remembered layout never leak in (conftest also points the config and
   state dirs at temp folders); no disk watcher; a model factory that refuses, so nothing loads a model;
@@ -29,16 +34,21 @@ What keeps them deterministic:
 from __future__ import annotations
 
 import hashlib
+import inspect
+import pickle
 import shutil
 import time
 from pathlib import Path
 from typing import Awaitable, Callable
 
 import pytest
+from pytest_textual_snapshot import PseudoApp, PseudoConsole, SVGImageExtension, node_to_report_path
+from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from conftest import SAMPLE_DOCS
+from pilot import notifications
 from ctxfst_tui.config import Config, State
 from ctxfst_tui.core.llm.base import Completion
 from ctxfst_tui.core.summary.session import NovelSession
@@ -322,7 +332,7 @@ def _quiet(app: WorkbenchApp) -> bool:
     nodes = [app]
     for screen in app.screen_stack:
         nodes += [screen, *screen.walk_children(with_self=False)]
-    return all(node._message_queue.empty() for node in nodes)
+    return all(node.message_queue_size == 0 for node in nodes)
 
 
 def why_not_ready(app: WorkbenchApp) -> str | None:
@@ -338,8 +348,8 @@ def why_not_ready(app: WorkbenchApp) -> str | None:
         return f"{len(missing)} documents without a status"
     if not screen.session.ready:
         return "the workspace is not loaded"
-    if screen._analysed_version != screen.session.version:
-        return f"the workspace is analysed at version {screen._analysed_version}, not {screen.session.version}"
+    if screen.analysed_version != screen.session.version:
+        return f"the workspace is analysed at version {screen.analysed_version}, not {screen.session.version}"
     if not _quiet(app):
         return f"workers or messages pending: {[w.name for w in app.workers]}"
     return None
@@ -401,48 +411,180 @@ def check(predicate: Callable[[WorkbenchApp], bool], what: str) -> Step:
     return step
 
 
-def prepare(*steps: Step) -> Callable[[Pilot], Awaitable[None]]:
-    """The ``run_before`` of a snapshot: start, each step, then freeze what would move."""
-
-    async def run_before(pilot: Pilot) -> None:
-        app = pilot.app
-        await until_ready(pilot)
-        for step in steps:
-            await step(pilot)
-            await until_ready(pilot)
-        for widget in app.screen.query(Input):
-            widget.cursor_blink = False
-        for widget in app.screen.query(TextArea):
-            widget.cursor_blink = False
-        app.sub_title = SUB_TITLE  # the folder's absolute path would differ on every run
-        await until_ready(pilot)
-
-    return run_before
-
-
-def shot(snap_compare, folder: Path, *steps: Step, size: tuple[int, int] = SIZE, theme: str | None = None) -> bool:
-    return snap_compare(make_app(folder, theme), terminal_size=size, run_before=prepare(*steps))
+def freeze(app: WorkbenchApp) -> None:
+    """Stop what would move between two runs: blinking cursors, the folder's absolute path."""
+    for widget in app.screen.query(Input):
+        widget.cursor_blink = False
+    for widget in app.screen.query(TextArea):
+        widget.cursor_blink = False
+    app.sub_title = SUB_TITLE  # the folder's absolute path would differ on every run
 
 
 def in_tab(tab: str) -> Callable[[WorkbenchApp], bool]:
     return lambda app: str(app.screen.query_one("#lower").active) == tab
 
 
-# ---------------------------------------------------------------- document tree
+class Shots:
+    """Several pictures of ONE app session, each compared with its stored SVG exactly as
+    ``snap_compare`` does: the plugin's :class:`SVGImageExtension` (so its normalisation) on the
+    test's syrupy ``snapshot``, named ``<test>[<name>].svg``, and a mismatch goes into the plugin's
+    failure report. :meth:`run` starts the app as ``take_svg_screenshot`` does (headless, tooltips
+    and notifications on, the title read before the start); :meth:`take` waits as it does before
+    the picture. Every picture is compared, then the test fails naming each one that differed."""
+
+    def __init__(self, snapshot, request) -> None:
+        self.snapshot = snapshot.use_extension(SVGImageExtension)
+        self.request = request
+        self.failed: list[str] = []
+        self.taken: list[str] = []
+        self.title = ""
+
+    def run(self, app: WorkbenchApp, size: tuple[int, int] = SIZE):
+        self.title = app.title
+        return app.run_test(headless=True, size=size, tooltips=True, notifications=True)
+
+    async def take(self, pilot: Pilot, name: str, *steps: Step) -> None:
+        """``steps``, each followed by :func:`until_ready`, then the picture ``name``."""
+        app = pilot.app
+        await until_ready(pilot)
+        for step in steps:
+            await step(pilot)
+            await until_ready(pilot)
+        freeze(app)
+        await until_ready(pilot)
+        # what take_svg_screenshot does between run_before and the picture
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+        svg = app.export_screenshot(title=self.title, simplify=True)
+        passed = self.snapshot(name=name) == svg
+        self.taken.append(name)
+        if not passed:
+            self.failed.append(name)
+        self._report(name, passed, svg)
+
+    def _report(self, name: str, passed: bool, svg: str) -> None:
+        """What snap_compare leaves for the plugin's HTML failure report, one file per picture."""
+        result = self.snapshot.executions[self.snapshot.num_executions - 1]
+        exists = result.final_data is not None
+        node = self.request.node
+        full_path, line_number, test_name = node.reportinfo()
+        console = Console(legacy_windows=False, force_terminal=True)
+        p_app = PseudoApp(PseudoConsole(console.legacy_windows, console.size))
+        data = (passed, str(result.final_data) if exists else "", svg, p_app, full_path, line_number,
+                f"{test_name}[{name}]", inspect.getdoc(node.function) or "", "", exists)
+        path = node_to_report_path(node)
+        path.with_name(f"{path.name}_{name}").write_bytes(pickle.dumps(data))
+
+    def check(self, expected: list[str]) -> None:
+        assert self.taken == expected, f"pictures taken: {self.taken}"
+        assert not self.failed, f"snapshots that differ: {self.failed}"
 
 
-def test_tree_empty_folder(snap_compare, tmp_path):
-    folder = empty_folder(tmp_path)
-    assert shot(snap_compare, folder, check(lambda app: app.screen.query_one(DocumentTree).border_subtitle == "no documents",
-                                            "an empty tree"))
+@pytest.fixture
+def shots(snapshot, request) -> Shots:
+    return Shots(snapshot, request)
 
 
-def test_tree_loaded(snap_compare, tmp_path):
-    folder = make_folder(tmp_path)
-    assert shot(snap_compare, folder, check(lambda app: len(app.screen.query_one(DocumentTree).documents) == 4, "4 documents"))
+# ---------------------------------------------------------------- an empty folder
 
 
-def test_tree_broken_documents_marked(snap_compare, tmp_path):
+async def test_empty_folder(shots, tmp_path):
+    """The tree, the Entities tab and the Diagnosis tab of a folder without documents."""
+    app = make_app(empty_folder(tmp_path))
+    async with shots.run(app) as pilot:
+        await shots.take(pilot, "tree_empty_folder",
+                         check(lambda app: app.screen.query_one(DocumentTree).border_subtitle == "no documents",
+                               "an empty tree"))
+        await shots.take(pilot, "entities_empty_workspace", press("3"), check(in_tab("entities-tab"), "the Entities tab"))
+        await shots.take(pilot, "diagnosis_no_findings", press("4"),
+                         check(lambda app: not app.screen.query_one(DiagnosisTree).items and in_tab("diagnosis-tab")(app),
+                               "no findings"))
+    shots.check(["tree_empty_folder", "entities_empty_workspace", "diagnosis_no_findings"])
+
+
+# ---------------------------------------------------------------- the plain folder
+
+
+async def to_js(pilot: Pilot) -> None:
+    table = pilot.app.screen.query_one(EntityTable)
+    moves = table.ids.index("entity:js") - table.cursor_row
+    await pilot.press(*(["down" if moves > 0 else "up"] * abs(moves)))
+
+
+async def test_plain_folder(shots, tmp_path):
+    """Each pane with no document open (the tree loaded, the findings grouped), then the runbook
+    open (its source, the help screen over it, the Summary tab: not a manuscript) and the meeting
+    note re-chunked with a 64-token budget. The Source, Chunks and Diagnosis tabs take the focus from
+    the tree, so they come after the Summary tab, which leaves it there; the Entities tab marks documents in the tree
+    (◆), so its pictures have an app of their own: :func:`test_plain_folder_entities`."""
+    app = make_app(make_folder(tmp_path))
+    async with shots.run(app) as pilot:
+        await shots.take(pilot, "tree_loaded",
+                         check(lambda app: len(app.screen.query_one(DocumentTree).documents) == 4, "4 documents"))
+        await shots.take(pilot, "summary_no_document", press("5"), check(in_tab("summary-tab"), "the Summary tab"))
+        await shots.take(pilot, "source_no_document", press("1"), check(in_tab("source-tab"), "the Source tab"))
+        await shots.take(pilot, "chunks_empty", press("2"), check(in_tab("chunks-tab"), "the Chunks tab"))
+        await shots.take(pilot, "diagnosis_findings_grouped", press("4"),
+                         check(lambda app: bool(app.screen.query_one(DiagnosisTree).items), "findings"))
+        await shots.take(pilot, "source_valid_document", press("1"), open_doc("platform-runbook.ctxfst.md"))
+        await shots.take(pilot, "help_screen", press("question_mark"),
+                         check(lambda app: isinstance(app.screen, HelpScreen), "the help screen"))
+        await shots.take(pilot, "summary_not_a_manuscript", press("escape"),
+                         check(lambda app: isinstance(app.screen, WorkbenchScreen), "the help screen closed"), press("5"),
+                         check(lambda app: "not a manuscript" in app.screen.query_one(SummaryPane).status_text,
+                               "not a manuscript"))
+        await shots.take(
+            pilot, "chunks_plain_note_rechunked",
+            press("1"), open_doc("notes/meeting.md"),
+            press("2", "s", "6", "4", "enter"),  # a 64-token budget: typed, then back to the chunk map
+            # the 0.3 s debounce, then the chunker's worker (waited for after the check)
+            check(lambda app: app.screen.budget is not None and app.screen.budget.size == 64, "the 64-token budget applied"),
+            check(lambda app: len(app.screen.query_one(ChunkMap).spans) > 3, "the note in more than 3 chunks"),
+        )
+    shots.check(["tree_loaded", "summary_no_document", "source_no_document", "chunks_empty", "diagnosis_findings_grouped",
+                 "source_valid_document", "help_screen", "summary_not_a_manuscript", "chunks_plain_note_rechunked"])
+
+
+async def test_plain_folder_entities(shots, tmp_path):
+    """The entities with suggested merges, then an edit refused: renaming ``entity:js`` to an id
+    that exists: an error notification, nothing changed."""
+    app = make_app(make_folder(tmp_path))
+    seen = notifications(app)
+    async with shots.run(app) as pilot:
+        await shots.take(pilot, "entities_loaded_with_suggested_merges", press("3"),
+                         check(lambda app: len(app.screen.query_one(EntityTable).ids) >= 6, "the entities"))
+        await shots.take(
+            pilot, "entities_edit_refused",
+            to_js,
+            press("e"),
+            check(lambda app: isinstance(app.screen, EntityEditScreen) and app.focused is app.screen.query_one("#entity-name"),
+                  "the edit form, the name field focused"),
+            press("shift+tab", *"entity:javascript", "enter"),  # the id field: an id that exists
+            check(lambda app: any(title == "Not edited" for title, _, _ in seen), "the refusal"),
+        )
+    shots.check(["entities_loaded_with_suggested_merges", "entities_edit_refused"])
+
+
+# ---------------------------------------------------------------- broken documents
+
+
+async def to_yaml_error(pilot: Pilot) -> None:
+    tree = pilot.app.screen.query_one(DiagnosisTree)
+    for _ in range(len(tree.items)):
+        await pilot.press("n")
+        if tree.current is not None and tree.current.rule == "yaml-syntax":
+            return
+    raise AssertionError("no yaml-syntax finding")
+
+
+async def test_broken_folder(shots, tmp_path):
+    """Broken documents: marked ✗ in the tree, the finding of a document that fails to parse (no
+    document open), the broken YAML's source and findings, the binary document that cannot be
+    chunked; then the main screen: the runbook open at 80×24 and 200×60, and a document with an
+    error open (the tree's ✓ ▲ ✗, the verdict and a finding) in each shipped theme's colours."""
     folder = make_folder(tmp_path, broken=True)
 
     def marked(app: WorkbenchApp) -> bool:
@@ -451,111 +593,31 @@ def test_tree_broken_documents_marked(snap_compare, tmp_path):
         binary = tree.status(folder / "notes" / "slides-export.md")
         return status is not None and status.state == "errors" and binary is not None and binary.state == "errors"
 
-    assert shot(snap_compare, folder, check(marked, "the broken documents marked ✗"))
+    def sized(size: tuple[int, int]) -> Step:
+        return check(lambda app: app.size == size, f"{size[0]}×{size[1]}")
 
-
-# ---------------------------------------------------------------- source view + overview
-
-
-def test_source_no_document(snap_compare, tmp_path):
-    folder = make_folder(tmp_path)
-    assert shot(snap_compare, folder, press("1"), check(in_tab("source-tab"), "the Source tab"))
-
-
-def test_source_valid_document(snap_compare, tmp_path):
-    folder = make_folder(tmp_path)
-    assert shot(snap_compare, folder, open_doc("platform-runbook.ctxfst.md"))
-
-
-def test_source_broken_yaml_with_findings(snap_compare, tmp_path):
-    folder = make_folder(tmp_path, broken=True)
-    assert shot(snap_compare, folder, open_doc("broken-yaml.md"))
-
-
-# ---------------------------------------------------------------- chunk preview
-
-
-def test_chunks_empty(snap_compare, tmp_path):
-    folder = make_folder(tmp_path)
-    assert shot(snap_compare, folder, press("2"), check(in_tab("chunks-tab"), "the Chunks tab"))
-
-
-def test_chunks_plain_note_rechunked(snap_compare, tmp_path):
-    folder = make_folder(tmp_path)
-    assert shot(
-        snap_compare, folder,
-        open_doc("notes/meeting.md"),
-        press("2", "s", "6", "4", "enter"),  # a 64-token budget: typed, then back to the chunk map
-        # the 0.3 s debounce, then the chunker's worker (waited for after the check)
-        check(lambda app: app.screen.budget is not None and app.screen.budget.size == 64, "the 64-token budget applied"),
-        check(lambda app: len(app.screen.query_one(ChunkMap).spans) > 3, "the note in more than 3 chunks"),
-    )
-
-
-def test_chunks_document_that_cannot_be_chunked(snap_compare, tmp_path):
-    folder = make_folder(tmp_path, broken=True)
-    assert shot(snap_compare, folder, open_doc("notes/slides-export.md"), press("2"), check(in_tab("chunks-tab"), "the Chunks tab"))
-
-
-# ---------------------------------------------------------------- entity panel
-
-
-def test_entities_empty_workspace(snap_compare, tmp_path):
-    folder = empty_folder(tmp_path)
-    assert shot(snap_compare, folder, press("3"), check(in_tab("entities-tab"), "the Entities tab"))
-
-
-def test_entities_loaded_with_suggested_merges(snap_compare, tmp_path):
-    folder = make_folder(tmp_path)
-    assert shot(snap_compare, folder, press("3"), check(lambda app: len(app.screen.query_one(EntityTable).ids) >= 6, "the entities"))
-
-
-def test_entities_edit_refused(snap_compare, tmp_path):
-    """Renaming ``entity:js`` to an id that exists is refused: an error notification, nothing changed."""
-    folder = make_folder(tmp_path)
-
-    async def to_js(pilot: Pilot) -> None:
-        table = pilot.app.screen.query_one(EntityTable)
-        moves = table.ids.index("entity:js") - table.cursor_row
-        await pilot.press(*(["down" if moves > 0 else "up"] * abs(moves)))
-
-    assert shot(
-        snap_compare, folder,
-        press("3"), to_js,
-        press("e"),
-        check(lambda app: isinstance(app.screen, EntityEditScreen) and app.focused is app.screen.query_one("#entity-name"),
-              "the edit form, the name field focused"),
-        press("shift+tab", *"entity:javascript", "enter"),  # the id field: an id that exists
-        check(lambda app: any(n.title == "Not edited" for n in app._notifications), "the refusal"),
-    )
-
-
-# ---------------------------------------------------------------- diagnosis
-
-
-def test_diagnosis_no_findings(snap_compare, tmp_path):
-    folder = empty_folder(tmp_path)
-    assert shot(snap_compare, folder, press("4"),
-                check(lambda app: not app.screen.query_one(DiagnosisTree).items and in_tab("diagnosis-tab")(app), "no findings"))
-
-
-def test_diagnosis_findings_grouped(snap_compare, tmp_path):
-    folder = make_folder(tmp_path)
-    assert shot(snap_compare, folder, press("4"), check(lambda app: bool(app.screen.query_one(DiagnosisTree).items), "findings"))
-
-
-def test_diagnosis_document_that_fails_to_parse(snap_compare, tmp_path):
-    folder = make_folder(tmp_path, broken=True)
-
-    async def to_yaml_error(pilot: Pilot) -> None:
-        tree = pilot.app.screen.query_one(DiagnosisTree)
-        for _ in range(len(tree.items)):
-            await pilot.press("n")
-            if tree.current is not None and tree.current.rule == "yaml-syntax":
-                return
-        raise AssertionError("no yaml-syntax finding")
-
-    assert shot(snap_compare, folder, press("4"), to_yaml_error)
+    app = make_app(folder)
+    async with shots.run(app) as pilot:
+        await shots.take(pilot, "tree_broken_documents_marked", check(marked, "the broken documents marked ✗"))
+        await shots.take(pilot, "diagnosis_document_that_fails_to_parse", press("4"), to_yaml_error)
+        await shots.take(pilot, "source_broken_yaml_with_findings", press("1"), open_doc("broken-yaml.md"))
+        await shots.take(pilot, "chunks_document_that_cannot_be_chunked", open_doc("notes/slides-export.md"), press("2"),
+                         check(in_tab("chunks-tab"), "the Chunks tab"))
+        await pilot.resize_terminal(80, 24)
+        await shots.take(pilot, "main_screen_80x24", press("1"), sized((80, 24)), open_doc("platform-runbook.ctxfst.md"))
+        await pilot.resize_terminal(200, 60)
+        await shots.take(pilot, "main_screen_200x60", sized((200, 60)))
+        await pilot.resize_terminal(*WIDE)
+        opened = [sized(WIDE), open_doc("backend.md")]  # once: the themes change only the colours
+        for theme in ["ctxfst-dark", "ctxfst-light", "ctxfst-high-contrast"]:
+            app.theme = theme
+            await shots.take(pilot, f"main_screen_theme-{theme}", *opened,
+                             check(lambda app: app.theme == theme, f"the {theme} theme"))
+            opened = []
+    shots.check(["tree_broken_documents_marked", "diagnosis_document_that_fails_to_parse",
+                 "source_broken_yaml_with_findings", "chunks_document_that_cannot_be_chunked", "main_screen_80x24",
+                 "main_screen_200x60", "main_screen_theme-ctxfst-dark", "main_screen_theme-ctxfst-light",
+                 "main_screen_theme-ctxfst-high-contrast"])
 
 
 # ---------------------------------------------------------------- summary tree
@@ -565,64 +627,25 @@ def summary_view_shown(app: WorkbenchApp) -> bool:
     return app.screen.query_one(SummaryPane).view is not None
 
 
-def test_summary_no_document(snap_compare, tmp_path):
-    folder = make_folder(tmp_path)
-    assert shot(snap_compare, folder, press("5"), check(in_tab("summary-tab"), "the Summary tab"))
+async def to_failed_scene(pilot: Pilot) -> None:
+    tree = pilot.app.screen.query_one(SummaryPane).tree
+    order = [tree.get_node_at_line(i).data for i in range(tree.last_line + 1)]
+    moves = order.index("c1.s2") - tree.cursor_line
+    await pilot.press(*(["down" if moves > 0 else "up"] * abs(moves)))
 
 
-def test_summary_not_a_manuscript(snap_compare, tmp_path):
-    folder = make_folder(tmp_path)
-    assert shot(snap_compare, folder, open_doc("platform-runbook.ctxfst.md"), press("5"),
-                check(lambda app: "not a manuscript" in app.screen.query_one(SummaryPane).status_text, "not a manuscript"))
-
-
-def test_summary_novel_with_marks(snap_compare, tmp_path):
-    """Done (✓), failed (✗, the highlighted node), stale (~), pending (·) and skipped (-) nodes."""
-    folder = make_folder(tmp_path, novel=True)
-
-    async def to_failed_scene(pilot: Pilot) -> None:
-        tree = pilot.app.screen.query_one(SummaryPane).tree
-        order = [tree.get_node_at_line(i).data for i in range(tree.last_line + 1)]
-        moves = order.index("c1.s2") - tree.cursor_line
-        await pilot.press(*(["down" if moves > 0 else "up"] * abs(moves)))
-
-    assert shot(
-        snap_compare, folder,
-        open_doc("novels/story.txt"), press("5"), check(summary_view_shown, "the novel's tree"),
-        press("e"),  # every chapter open
-        to_failed_scene,
-        check(lambda app: app.screen.query_one(SummaryPane).current.id == "c1.s2", "the failed scene highlighted"),
-    )
-
-
-def test_summary_unreadable_manuscript(snap_compare, tmp_path):
-    folder = make_folder(tmp_path, novel=True)
-    assert shot(snap_compare, folder, open_doc("novels/scan.txt"), press("5"),
-                check(lambda app: app.screen.query_one(SummaryPane).has_class("-error"), "the error"))
-
-
-# ---------------------------------------------------------------- help, main screen, themes
-
-
-def test_help_screen(snap_compare, tmp_path):
-    folder = make_folder(tmp_path)
-    assert shot(snap_compare, folder, open_doc("platform-runbook.ctxfst.md"), press("question_mark"),
-                check(lambda app: isinstance(app.screen, HelpScreen), "the help screen"))
-
-
-def test_main_screen_80x24(snap_compare, tmp_path):
-    folder = make_folder(tmp_path, broken=True)
-    assert shot(snap_compare, folder, open_doc("platform-runbook.ctxfst.md"), size=(80, 24))
-
-
-def test_main_screen_200x60(snap_compare, tmp_path):
-    folder = make_folder(tmp_path, broken=True)
-    assert shot(snap_compare, folder, open_doc("platform-runbook.ctxfst.md"), size=(200, 60))
-
-
-@pytest.mark.parametrize("theme", ["ctxfst-dark", "ctxfst-light", "ctxfst-high-contrast"])
-def test_main_screen_theme(snap_compare, tmp_path, theme):
-    """A document with an error open: the tree's ✓ ▲ ✗, the verdict and a finding in each theme's colours."""
-    folder = make_folder(tmp_path, broken=True)
-    assert shot(snap_compare, folder, open_doc("backend.md"),
-                check(lambda app: app.theme == theme, f"the {theme} theme"), size=WIDE, theme=theme)
+async def test_novel_folder(shots, tmp_path):
+    """A manuscript that is not text: the summary pane's error; the novel: done (✓), failed (✗, the
+    highlighted node), stale (~), pending (·) and skipped (-) nodes."""
+    app = make_app(make_folder(tmp_path, novel=True))
+    async with shots.run(app) as pilot:
+        await shots.take(pilot, "summary_unreadable_manuscript", open_doc("novels/scan.txt"), press("5"),
+                         check(lambda app: app.screen.query_one(SummaryPane).has_class("-error"), "the error"))
+        await shots.take(
+            pilot, "summary_novel_with_marks",
+            press("1"), open_doc("novels/story.txt"), press("5"), check(summary_view_shown, "the novel's tree"),
+            press("e"),  # every chapter open
+            to_failed_scene,
+            check(lambda app: app.screen.query_one(SummaryPane).current.id == "c1.s2", "the failed scene highlighted"),
+        )
+    shots.check(["summary_unreadable_manuscript", "summary_novel_with_marks"])
