@@ -241,3 +241,24 @@ class BlockingStoryBackend(StoryBackend):
                 on_token(word + " ")
         self.finished += 1
         return Completion(text, self.count_tokens(prompt), len(text.split()), "stop")
+
+
+# ---------------------------------------------------------------- query translation (the Retrieval view)
+
+class TranslatingBackend(FakeBackend):
+    """Answers the translation prompt's last question from ``answers`` (question → translation);
+    ``error``: raised instead, as a model that cannot run here."""
+
+    def __init__(self, answers: dict[str, str] | None = None, error: Exception | None = None) -> None:
+        super().__init__()
+        self.answers = dict(answers or {})
+        self.error = error
+        self.asked: list[str] = []
+
+    def complete(self, prompt, *, max_tokens=None, stop=None, temperature=None, cancel=None, on_token=None):
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        question = prompt.rstrip().splitlines()[-2].split(": ", 1)[1]
+        self.asked.append(question)
+        return Completion(" " + self.answers.get(question, question), len(prompt.split()), 5)

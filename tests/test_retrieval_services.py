@@ -218,3 +218,32 @@ def test_the_cli_keeps_an_index_s_embedder_unless_told_and_refuses_another_for_a
     assert main(["query", str(folder), "write-ahead log", "--mode", "vector", "--no-translate"]) == 2
     err = capsys.readouterr().err.strip()
     assert "no such embedding model file" in err and str(gone) in err and len(err.splitlines()) == 1
+
+
+# ---------------------------------------------------------------- questions in another script
+def test_a_question_in_another_script_is_translated_once_and_a_failing_model_is_not_asked_again(folder):
+    asked: list[tuple[str, str]] = []
+
+    def translator(question, target, cancel=None):
+        asked.append((question, target))
+        return {"哪種語言講所有權？": "Which language has ownership?"}.get(question)
+
+    service = RetrievalService(folder, translator=translator)
+    service.refresh(held_session(folder).snapshots())
+    answer = service.search("哪種語言講所有權？", k=3)
+    assert answer.translated == "Which language has ownership?"
+    assert answer.results[0].chunk_id == "lang:rust"
+    service.search("哪種語言講所有權？", k=3)
+    assert service.search("ownership", k=3).translated is None  # the notes' own script: never translated
+    assert asked == [("哪種語言講所有權？", "English")]  # asked once, the English one never
+
+    def broken(question, target, cancel=None):
+        asked.append((question, target))
+        raise RuntimeError("the model's self-test crashed (SIGILL)")
+
+    service = RetrievalService(folder, translator=broken)
+    service.refresh(held_session(folder).snapshots())
+    assert service.search("哪種語言講所有權？", k=3).translated is None
+    assert service.translation_problem == "not translated (the model's self-test crashed (SIGILL))"
+    service.search("資料庫", k=3)
+    assert asked[1:] == [("哪種語言講所有權？", "English")]  # a failed model is not asked again

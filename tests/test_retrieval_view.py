@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 from conftest import held_session
+from fakes import TranslatingBackend
 from pilot import notifications, settle, started, until
 from textual.app import App, ComposeResult
-from textual.widgets import TabbedContent
+from textual.widgets import Input, TabbedContent
 
 from ctxfst_tui.core.retrieval.evaluate import load_queries
 from ctxfst_tui.core.workspace.entity_ops import add_alias
@@ -93,6 +94,21 @@ async def test_typing_a_query_shows_ranked_explained_results(folder):
         assert app.opened == [(folder / "langs.ctxfst.md", "lang:rust")]
 
 
+async def test_a_question_the_model_cannot_translate_is_searched_as_written_and_said_once(folder):
+    def broken(question, target, cancel=None):
+        raise RuntimeError("no model could be loaded")
+
+    app = Host(RetrievalService(folder, translator=broken))
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await _indexed(app, pilot, held_session(folder))
+        pane.query_one("#retrieval-query", Input).value = "資料庫 PostgreSQL"
+        await until(pilot, lambda: pane.answer is not None)
+        await _settle(app, pilot)
+        status = str(pane.query_one("#retrieval-status").render())
+        assert status == "Searched as written: not translated (no model could be loaded)"
+        assert [r.chunk_id for r in pane.query_one(ResultList).results][0] == "lang:db"  # its own words still match
+
+
 async def test_an_alias_added_through_the_session_flips_a_query_on_the_scoreboard(folder):
     session = held_session(folder)
     app = Host(RetrievalService(folder))
@@ -173,7 +189,8 @@ def test_bars_and_snippets():
 
 # ---------------------------------------------------------------- in the workbench (key 6)
 async def test_in_the_workbench_6_searches_and_an_alias_edit_flips_the_scoreboard(folder):
-    app = WorkbenchApp(folder)
+    model = TranslatingBackend({"哪種語言講所有權？": "Which language has ownership?"})
+    app = WorkbenchApp(folder, backend_factory=lambda settings: model)
     seen = notifications(app)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await started(app, pilot)
@@ -197,6 +214,13 @@ async def test_in_the_workbench_6_searches_and_an_alias_edit_flips_the_scoreboar
         await until(pilot, lambda: called in board.changes, 60)
         assert [(r.id, r.mark) for r in board.rows][1] == ("q2-ecmascript", "✓")
         await until(pilot, lambda: any(t == "Scoreboard" and called in m for t, m, _ in seen))
+
+        # a question in another script than the notes: translated by the workbench's model first
+        pane.query_one("#retrieval-query", Input).value = "哪種語言講所有權？"  # as an input method hands it over
+        results = pane.query_one(ResultList)
+        await until(pilot, lambda: "translated: Which language has ownership?" in str(results.border_subtitle), 30)
+        assert [r.chunk_id for r in results.results][0] == "lang:rust"
+        assert model.asked == ["哪種語言講所有權？"]
 
         await pilot.press("escape")  # to the results; Enter opens the chunk in the source
         await pilot.press("enter")

@@ -29,6 +29,8 @@ from ctxfst_tui.core.safe_write import ABSENT, write_text
 QUERIES_FILE = "queries.yaml"
 SCORE_K = 3  # the benchmark's k: a query is ✓ when a relevant chunk is in the top 3
 EmbedderFactory = Callable[[], Any]  # → an Embedder, or None for full-text and entity signals only
+# (question, target language, cancel) → the model's translation, or None when it gave nothing usable
+Translator = Callable[[str, str, "threading.Event | None"], "str | None"]
 
 
 class RetrievalError(ValueError):
@@ -84,7 +86,9 @@ class RetrievalService:
     """One folder's index, its searcher, and its scoreboard."""
 
     def __init__(self, root: Path, *, embedder_factory: EmbedderFactory | None = None,
-                 uri: str | None = None, k: int = SCORE_K) -> None:
+                 uri: str | None = None, k: int = SCORE_K, translator: Translator | None = None) -> None:
+        """``translator``: how a question in another script than the documents is translated
+        (the workbench's model); None searches every question as written."""
         self.root = Path(root)
         self.uri = uri or default_uri(self.root)
         self.k = k
@@ -97,6 +101,9 @@ class RetrievalService:
         self.scoreboard: list[ScoreRow] = []
         self.history: list[str] = []  # every change called out, oldest first
         self.stats: IndexStats | None = None
+        self._translator = translator
+        self._translations: dict[tuple[str, str], str | None] = {}  # a question typed again is not re-asked
+        self.translation_problem = ""  # why questions are searched as written (the model failed once)
 
     @property
     def queries_path(self) -> Path:
@@ -151,7 +158,8 @@ class RetrievalService:
     def _score(self, searcher: Any, queries: list[EvalQuery]) -> list[ScoreRow]:
         if not queries:
             return []
-        method = score_method("default", our_ranker(searcher, "auto", {}), searcher, queries, self.k)
+        translations = {q.id: self.translation(searcher, q.query) for q in queries}
+        method = score_method("default", our_ranker(searcher, "auto", translations), searcher, queries, self.k)
         by_id: dict[str, QueryScore] = {s.id: s for s in method.per_query}
         return [ScoreRow(q.id, q.query, by_id[q.id].hit, by_id[q.id].first_rank, by_id[q.id].top) for q in queries]
 
@@ -168,17 +176,36 @@ class RetrievalService:
         return out
 
     # ------------------------------------------------------------ queries
-    def search(self, query: str, *, k: int = 5, mode: str = "auto") -> Any:
-        """The query's Answer (core.retrieval.query.Answer), ranked and explained."""
+    def translation(self, searcher: Any, query: str, cancel: threading.Event | None = None) -> str | None:
+        """``query`` translated when it is in another script than the documents, else None. A model
+        that fails is not asked again: the questions are searched as written, and
+        ``translation_problem`` says why."""
+        target = searcher.translation_target(query)
+        if not target or self._translator is None or self.translation_problem:
+            return None
+        key = (" ".join(query.split()), target)
+        if key not in self._translations:
+            try:
+                self._translations[key] = self._translator(query, target, cancel)
+            except Exception as exc:  # no model here, a failed self-test, a cancelled call
+                if cancel is not None and cancel.is_set():
+                    return None  # a newer question replaced this one: nothing went wrong
+                self.translation_problem = f"not translated ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+                return None
+        return self._translations[key]
+
+    def search(self, query: str, *, k: int = 5, mode: str = "auto", cancel: threading.Event | None = None) -> Any:
+        """The query's Answer (core.retrieval.query.Answer), ranked and explained; a question in
+        another script is searched together with its translation."""
         searcher = self._require()
-        return searcher.search(query, mode=mode, k=k)
+        return searcher.search(query, mode=mode, k=k, translated=self.translation(searcher, query, cancel))
 
     def explain(self, query: str, chunk: str, *, mode: str = "auto") -> Any:
         """"Why not this one?": ``chunk`` is a chunk id or a key; None when no chunk has it."""
         searcher = self._require()
         key = chunk if chunk in searcher.rows else next(
             (k for k, r in searcher.rows.items() if r["chunk_id"] == chunk), None)
-        return searcher.explain(query, key, mode=mode) if key else None
+        return searcher.explain(query, key, mode=mode, translated=self.translation(searcher, query)) if key else None
 
     def chunk_ids(self) -> list[str]:
         searcher = self._searcher

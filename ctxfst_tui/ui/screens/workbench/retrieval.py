@@ -77,12 +77,20 @@ class Retrieval(Controller):
             return
         root = self.screen.root
         factory = self.embedder_factory or (lambda: folder_embedder(root))
-        self.service = RetrievalService(root, embedder_factory=factory)
+        self.service = RetrievalService(root, embedder_factory=factory, translator=self._translate)
         self.pane().use_service(self.service)
         self._seen = self._stacks()
         self.session.listeners.append(self.changed)
         if self.session.ready:
             self.pane().reindex(self.session.snapshots())
+
+    def _translate(self, question: str, target: str, cancel: Any = None) -> str | None:
+        """A question in another script than the notes, translated by the workbench's model (the
+        one the model jobs use; its answers are cached). Worker threads only."""
+        from ctxfst_tui.core.retrieval.translate import translate
+
+        backend = self.screen.workbench.models.backend(cancel=cancel)
+        return translate(question, target, backend, cancel=cancel)
 
     # ------------------------------------------------------------ following the edits
     def _stacks(self) -> tuple[int, int]:

@@ -25,6 +25,7 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.timer import Timer
 from textual.widgets import Input, Static
+from textual.worker import get_current_worker
 
 from ctxfst_tui.ui.widgets.retrieval.results import ResultList, bar
 from ctxfst_tui.ui.widgets.retrieval.scoreboard import Scoreboard
@@ -102,6 +103,7 @@ class RetrievalPane(Vertical):
         self._pending: tuple[list[tuple[Path, bytes]], list[str]] | None = None
         self._asking = ""
         self.answer: Any = None
+        self._said_problem = ""
         self.border_title = "Retrieval"
 
     def compose(self) -> ComposeResult:
@@ -222,7 +224,7 @@ class RetrievalPane(Vertical):
 
     def _query_worker(self, service: Any, seq: int, text: str) -> None:
         try:
-            answer = service.search(text, k=RESULTS_K)
+            answer = service.search(text, k=RESULTS_K, cancel=get_current_worker().cancelled_event)
         except Exception as exc:  # a query the index cannot run (another embedder): said in the list
             self.post_message(_Answered(seq, text, error=str(exc)))
             return
@@ -235,6 +237,10 @@ class RetrievalPane(Vertical):
             return  # a newer query was typed meanwhile
         self.answer = message.answer
         self.query_one(ResultList).show_answer(message.answer, message.error)
+        problem = getattr(self.service, "translation_problem", "")
+        if problem and message.answer is not None and self._said_problem != problem:
+            self._said_problem = problem  # said once: every later question is searched as written too
+            self._status(Content.styled(f"Searched as written: {problem}", "$text-warning"))
 
     @on(ResultList.ChunkChosen)
     def _chosen(self, message: ResultList.ChunkChosen) -> None:
