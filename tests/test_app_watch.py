@@ -12,12 +12,15 @@ from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.workbench import disk as wb
 from ctxfst_tui.ui.screens.modals.confirm import ConfirmScreen
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
-from pilot import SIZE, VALID, open_document, settle, until, workbench_folder
+from pilot import SIZE, VALID, open_document, settle, until
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    return workbench_folder(tmp_path)
+    """valid.md (opened, changed, saved) and other.md (deleted): the smallest folder that shows it."""
+    (tmp_path / "valid.md").write_text(VALID, encoding="utf-8")
+    (tmp_path / "other.md").write_text(VALID.replace("A valid document", "Another document"), encoding="utf-8")
+    return tmp_path
 
 
 async def test_disk_changes_reach_the_workbench(folder: Path, monkeypatch) -> None:
@@ -65,9 +68,9 @@ async def test_disk_changes_reach_the_workbench(folder: Path, monkeypatch) -> No
         assert b"Saved by us." in path.read_bytes()
 
         # deleted: marked in the tree, dropped from the session; added: the tree is rescanned
-        (folder / "invalid.md").unlink()
-        await until(pilot, lambda: tree.deleted(folder / "invalid.md"))
-        assert app.session.document(folder / "invalid.md") is None
+        (folder / "other.md").unlink()
+        await until(pilot, lambda: tree.deleted(folder / "other.md"))
+        assert app.session.document(folder / "other.md") is None
         (folder / "new.md").write_text("# New\n")
         await until(pilot, lambda: folder / "new.md" in tree.documents)
         assert all(c.path != path for c in seen), seen  # (the sentinel: later changes did arrive)
