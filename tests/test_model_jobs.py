@@ -6,7 +6,6 @@ The model is a fake backend handed to the App (``backend_factory``), never llama
 """
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import sys
 import threading
@@ -20,7 +19,7 @@ from ctxfst_tui.core.llm import EndpointError, ModelNotFound
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.workbench.commands import COMMANDS, WorkbenchCommands
 from ctxfst_tui.core.llm.settings import ModelSettings
-from ctxfst_tui.services.jobs import Job, JobProgress, ModelService, Reporter
+from ctxfst_tui.services.jobs import JobProgress
 from ctxfst_tui.ui.screens.modals.contextualize import ContextualizeScreen
 from ctxfst_tui.ui.screens.modals.model_settings import ModelSettingsScreen
 from ctxfst_tui.ui.screens.modals.proposals import ProposalsScreen
@@ -107,97 +106,15 @@ async def start_contextualize(app: WorkbenchApp, pilot, skip: bool = False) -> N
     await pilot.pause()
 
 
-async def test_a_slow_job_the_palette_the_ui_stays_responsive_escape_cancels_one_job_at_a_time(folder, monkeypatch):
-    """One App, a model that would take seconds per token (every job here is cancelled): (1) the
-    palette's model commands, Cancel model job from the palette; (2) the UI stays responsive while
-    the job runs, escape cancels it; (3) one job at a time."""
-    fake = StreamingNotesBackend(delay=1.0)  # 1 s per token: the first note alone would take many seconds
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-        seen = notifications(app, monkeypatch)
-
-        # (1) the palette offers the model commands
-        async def names() -> list[str]:
-            provider = WorkbenchCommands(screen)
-            return [hit.text for hit in [h async for h in provider.discover()]]
-
-        assert "Contextualize document" not in await names()  # no document open yet
-        assert "Model settings" in await names() and "Save" in await names()
-        await open_document(app, pilot, "runbook.md")
-        assert {"Contextualize document", "Extract entities", "Convert to CtxFST"} <= set(await names())
-        assert "Cancel model job" not in await names()
-        await start_contextualize(app, pilot)
-        assert "Cancel model job" in await names()
-        hits = [h async for h in WorkbenchCommands(screen).search("cancel job")]
-        assert hits and str(hits[0].text) == "Cancel model job"
-        hits[0].command()
-        await until(pilot, lambda: app.job is None)
-        assert all(hasattr(app if action.startswith("app.") else screen,
-                           f"action_{action.removeprefix('app.').partition('(')[0]}")
-                   for _, _, action, _ in COMMANDS)
-        await settle(app, pilot)
-
-        # (2) the UI stays responsive while a slow job runs, and escape cancels it
-        fake.started.clear()
-        fake.cancelled.clear()
-        seen.clear()
-        before = contexts(app, folder)
-        await start_contextualize(app, pilot)
-        assert app.job is not None and app.job.kind == "contextualize"
-        status = screen.query_one(JobStatus)
-        assert status.has_class("-running") and status.display
-        await until(pilot, fake.started.is_set)
-        assert fake.threads and threading.main_thread().name not in fake.threads  # the model runs in a worker
-        assert "Contextualizing runbook.md" in status.text and "esc cancels" in status.text
-
-        # Keys are handled while the model works: switch tabs, move the tree cursor.
-        await pilot.press("2")
-        assert screen.query_one(TabbedContent).active == "chunks-tab"
-        await pilot.press("1")
-        assert screen.query_one(TabbedContent).active == "source-tab"
-        tree = screen.query_one(DocumentTree)
-        tree.focus()
-        await pilot.pause()
-        line = tree.cursor_line
-        await pilot.press("up")
-        assert tree.cursor_line == line - 1
-        await pilot.press("down")
-        assert tree.cursor_line == line
-        # all answered during the first model call (which takes ~20 s), not queued behind it
-        assert fake.finished == 0 and app.job is not None and not fake.cancelled.is_set()
-
-        await pilot.press("escape")
-        assert status.cancelling  # the line said "cancelling…" until the job stopped
-        took = await until(pilot, lambda: app.job is None, timeout=3)
-        assert took < 1.5 and fake.cancelled.is_set()
-        await pilot.pause()
-        assert not status.has_class("-running")
-        assert any(title == "Cancelled" for title, _, _ in seen), seen
-        assert contexts(app, folder) == before  # the interrupted note was not written
-        assert not app.session.dirty_paths
-        # escape is the focused widget's again once nothing runs
-        assert not app.check_action("cancel_job", ())
-
-        # (3) one job at a time
-        seen.clear()
-        await start_contextualize(app, pilot)
-        job = app.job
-        await pilot.press("ctrl+e")
-        await pilot.press("ctrl+k")
-        await pilot.pause()
-        assert app.job is job and not isinstance(app.screen, ContextualizeScreen)
-        assert sum("still running" in m for _, m, _ in seen) == 2
-        await pilot.press("escape")
-        await until(pilot, lambda: app.job is None)
-
-
-async def test_jobs_that_finish_or_fail_their_undo_the_entity_review_and_the_model_settings(folder, monkeypatch):
-    """One App, a fast model made by a counting factory: (1) a job runs to completion, u undoes its
-    notes; (2) skip present keeps the written contexts; (3) the backend was made once and reused;
-    (4) a missing model is one error notification; (5) an endpoint that is down stops the job at
-    once; (6) extracted entities are reviewed, then applied and undone; (7) cancelling the review
-    writes nothing; (8) the settings screen switches to an endpoint and the next job makes a new
+async def test_model_jobs_in_the_workbench(folder, monkeypatch):
+    """One App, one fake model made by a counting factory, its speed set per case. Fast: (1) a job
+    runs to completion, u undoes its notes; (2) skip present keeps the written contexts; (3) the
+    backend was made once and reused; (4) a missing model is one error notification; (5) an endpoint
+    that is down stops the job at once; (6) extracted entities are reviewed, then applied and undone;
+    (7) cancelling the review writes nothing. Slow (seconds per token, every job cancelled): (8) the
+    palette's model commands (before any document, then with one) and (9) Cancel model job from
+    the palette; (10) the UI stays responsive while a job runs, escape cancels it; (11) one job at a
+    time. Then (12) the settings screen switches to an endpoint and the next job makes a new
     backend with it."""
     fake = StreamingNotesBackend(delay=0.001)
     made: list[ModelSettings] = []
@@ -210,7 +127,17 @@ async def test_jobs_that_finish_or_fail_their_undo_the_entity_review_and_the_mod
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
         assert made == []  # nothing is created before a job needs it
+
+        # (8) the palette offers the model commands once a document is open
+        async def names() -> list[str]:
+            provider = WorkbenchCommands(screen)
+            return [hit.text for hit in [h async for h in provider.discover()]]
+
+        assert "Contextualize document" not in await names()  # no document open yet
+        assert "Model settings" in await names() and "Save" in await names()
         await open_document(app, pilot, "runbook.md")
+        assert {"Contextualize document", "Extract entities", "Convert to CtxFST"} <= set(await names())
+        assert "Cancel model job" not in await names()
         seen = notifications(app, monkeypatch)
 
         # (1) a job runs to completion, then u undoes its notes
@@ -312,7 +239,79 @@ async def test_jobs_that_finish_or_fail_their_undo_the_entity_review_and_the_mod
         assert not app.session.dirty_paths
         assert made == [ModelSettings()]  # still the one backend
 
-        # (8) the settings screen: switch to an endpoint; the next job makes a new backend with it.
+        # (9) a slow model: 1 s per token, the first note alone would take many seconds;
+        # Cancel model job from the palette
+        fake.delay = 1.0
+        await start_contextualize(app, pilot)
+        assert "Cancel model job" in await names()
+        hits = [h async for h in WorkbenchCommands(screen).search("cancel job")]
+        assert hits and str(hits[0].text) == "Cancel model job"
+        hits[0].command()
+        await until(pilot, lambda: app.job is None)
+        assert all(hasattr(app if action.startswith("app.") else screen,
+                           f"action_{action.removeprefix('app.').partition('(')[0]}")
+                   for _, _, action, _ in COMMANDS)
+        await settle(app, pilot)
+
+        # (10) the UI stays responsive while a slow job runs, and escape cancels it
+        fake.started.clear()
+        fake.cancelled.clear()
+        finished = fake.finished
+        seen.clear()
+        before = contexts(app, folder)
+        await start_contextualize(app, pilot)
+        assert app.job is not None and app.job.kind == "contextualize"
+        status = screen.query_one(JobStatus)
+        assert status.has_class("-running") and status.display
+        await until(pilot, fake.started.is_set)
+        assert fake.threads and threading.main_thread().name not in fake.threads  # the model runs in a worker
+        assert "Contextualizing runbook.md" in status.text and "esc cancels" in status.text
+
+        # Keys are handled while the model works: switch tabs, move the tree cursor.
+        await pilot.press("2")
+        assert screen.query_one(TabbedContent).active == "chunks-tab"
+        await pilot.press("1")
+        assert screen.query_one(TabbedContent).active == "source-tab"
+        tree = screen.query_one(DocumentTree)
+        tree.focus()
+        await pilot.pause()
+        line = tree.cursor_line
+        await pilot.press("up")
+        assert tree.cursor_line == line - 1
+        await pilot.press("down")
+        assert tree.cursor_line == line
+        # all answered during the first model call (which takes ~20 s), not queued behind it
+        assert fake.finished == finished and app.job is not None and not fake.cancelled.is_set()
+
+        await pilot.press("escape")
+        assert status.cancelling  # the line said "cancelling…" until the job stopped
+        took = await until(pilot, lambda: app.job is None, timeout=3)
+        assert took < 1.5 and fake.cancelled.is_set()
+        await pilot.pause()
+        assert not status.has_class("-running")
+        assert any(title == "Cancelled" for title, _, _ in seen), seen
+        assert contexts(app, folder) == before  # the interrupted note was not written
+        assert not app.session.dirty_paths
+        # escape is the focused widget's again once nothing runs
+        assert not app.check_action("cancel_job", ())
+
+
+        # (11) one job at a time
+        seen.clear()
+        await start_contextualize(app, pilot)
+        job = app.job
+        await pilot.press("ctrl+e")
+        await pilot.press("ctrl+k")
+        await pilot.pause()
+        assert app.job is job and not isinstance(app.screen, ContextualizeScreen)
+        assert sum("still running" in m for _, m, _ in seen) == 2
+        await pilot.press("escape")
+        await until(pilot, lambda: app.job is None)
+        await settle(app, pilot)
+        assert made == [ModelSettings()]  # still the one backend
+        fake.delay = 0.001
+
+        # (12) the settings screen: switch to an endpoint; the next job makes a new backend with it.
         await pilot.press("ctrl+o")
         await pilot.pause()
         modal = app.screen
@@ -339,25 +338,6 @@ async def test_jobs_that_finish_or_fail_their_undo_the_entity_review_and_the_mod
         await start_contextualize(app, pilot)
         await until(pilot, lambda: app.job is None)
         assert made == [ModelSettings(), wanted]
-
-
-def test_settings_for_the_bundled_model_and_a_gguf_file(tmp_path):
-    assert ModelSettings().backend_kwargs() == {"n_ctx": None, "n_threads": None}
-    gguf = ModelSettings("gguf", model_path=str(tmp_path / "m.gguf"), n_threads=2)
-    assert gguf.backend_kwargs()["model_path"].endswith("m.gguf") and gguf.describe() == "m.gguf"
-    info = ModelService(settings=ModelSettings(n_ctx=1024, n_threads=3)).info()  # nothing created or loaded
-    assert info["backend"] == "llama" and info["context_size"] == 1024 and info["threads"] == 3 and not info["loaded"]
-
-
-async def test_progress_is_coalesced():
-    posted: list[JobProgress] = []
-    job = Job("contextualize", Path("x.md"), "x.md", total=1000)
-    reporter = Reporter(job, posted.append, interval=0.1)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 0.5:
-        reporter.token("word ")
-        await asyncio.sleep(0)
-    assert 3 <= len(posted) <= 7  # about ten a second, however fast the tokens come
 
 
 # ---------------------------------------------------------------- the self-test verdict on the settings screen

@@ -82,3 +82,34 @@ def test_manuscripts_are_plain_text_and_markdown_but_not_ctxfst() -> None:
     assert is_manuscript(Path("novels/story.txt")) and is_manuscript(Path("Notes.MD"))
     assert not is_manuscript(Path("runbook.ctxfst.md")) and not is_manuscript(Path("RUNBOOK.CTXFST.MD"))
     assert not is_manuscript(Path("report.pdf")) and not is_manuscript(None)
+
+
+# ---------------------------------------------------------------- what the model jobs ask of the services
+# (moved from test_model_jobs.py: no App needed)
+
+
+def test_settings_for_the_bundled_model_and_a_gguf_file(tmp_path) -> None:
+    from ctxfst_tui.core.llm.settings import ModelSettings
+    from ctxfst_tui.services.jobs import ModelService
+
+    assert ModelSettings().backend_kwargs() == {"n_ctx": None, "n_threads": None}
+    gguf = ModelSettings("gguf", model_path=str(tmp_path / "m.gguf"), n_threads=2)
+    assert gguf.backend_kwargs()["model_path"].endswith("m.gguf") and gguf.describe() == "m.gguf"
+    info = ModelService(settings=ModelSettings(n_ctx=1024, n_threads=3)).info()  # nothing created or loaded
+    assert info["backend"] == "llama" and info["context_size"] == 1024 and info["threads"] == 3 and not info["loaded"]
+
+
+async def test_progress_is_coalesced() -> None:
+    import asyncio
+    import time
+
+    from ctxfst_tui.services.jobs import Job, JobProgress, Reporter
+
+    posted: list[JobProgress] = []
+    job = Job("contextualize", Path("x.md"), "x.md", total=1000)
+    reporter = Reporter(job, posted.append, interval=0.1)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.5:
+        reporter.token("word ")
+        await asyncio.sleep(0)
+    assert 3 <= len(posted) <= 7  # about ten a second, however fast the tokens come
