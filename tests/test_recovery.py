@@ -140,17 +140,19 @@ async def test_an_edit_is_journaled_within_a_second_and_a_new_app_offers_it_back
         await settle(app, pilot)
         assert MERGED in on_disk(folder)[0]
         await journaled(folder, pilot, 0)  # saved: the journal is cleared
-    app.journal.release()  # its process would end here: the kernel drops its lock
+        await pilot.press("q")  # nothing unsaved: a clean quit
+        await pilot.pause()
+        assert not app.is_running
     assert pending(folder) == []  # nothing unsaved: nothing to offer, and the empty session is gone
     assert not journal_dir(folder).exists()
 
 
-async def test_n_discards_the_journal_and_a_clean_quit_or_quitting_without_saving_leaves_none(folder):
+async def test_n_discards_the_journal_and_quitting_without_saving_leaves_none(folder):
     original = on_disk(folder)
     left_by_a_killed_app(folder)
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
-        # 1. n discards the journal offered.
+        # 1. n discards the journal offered: nothing is left to offer again.
         await recovery_offered(app, pilot)
         await pilot.press("n")
         await settle(app, pilot)
@@ -169,22 +171,6 @@ async def test_n_discards_the_journal_and_a_clean_quit_or_quitting_without_savin
         assert not app.is_running
     assert on_disk(folder) == original
     assert pending(folder) == []
-    app.journal.release()  # its process would end here: the kernel drops its lock
-
-    # 3. Nothing is offered again; a quit with everything saved clears the journal.
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await pilot.pause(0.3)
-        assert isinstance(app.screen, WorkbenchScreen)
-        await merge_js(app, pilot)
-        await journaled(folder, pilot, 2)
-        await pilot.press("ctrl+s")
-        await settle(app, pilot)
-        await pilot.press("q")  # nothing unsaved: a clean quit
-        await pilot.pause()
-        assert not app.is_running
-    assert pending(folder) == [] and not journal_dir(folder).exists()
 
 
 def slow_writer(monkeypatch) -> tuple[threading.Event, list[list[str]], list[int]]:
