@@ -16,6 +16,7 @@ from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.services.report import report_for
 from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
 from ctxfst_tui.ui.widgets.diagnosis.findings import FindingsPane
+from ctxfst_tui.ui.widgets.diagnosis.pane import DiagnosisTree
 from ctxfst_tui.ui.widgets.document.source_view import SourceView, display_lines
 
 from pilot import open_document, settle
@@ -74,39 +75,6 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("name", ["cr-only.md", "line-separator.md"])
-async def test_enter_on_a_finding_lands_on_its_source_line(folder: Path, name: str) -> None:
-    doc = Document.load(folder / name)
-    nested = next(f for f in validate(doc) if f.rule == "tag-nested")
-    assert doc.index.line_text(nested.line) == NESTED_TAG  # the core's line is the tag's line
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        await open_document(app, pilot, folder / name)
-        screen = app.screen
-        source = screen.query_one(SourceView)
-        table = screen.query_one(FindingsPane)
-        assert source.line_count == doc.index.line_count  # as many lines as the core counts
-        table.focus()
-        await pilot.pause()
-        row = next(i for i, f in enumerate(table.findings) if f.rule == "tag-nested")
-        for _ in range(row - table.cursor_row):
-            await pilot.press("down")
-        assert table.cursor_row == row
-        await pilot.press("enter")
-        await pilot.pause()
-        assert app.focused is source
-        cursor_row, cursor_col = source.cursor_location
-        assert cursor_row == nested.line - 1
-        assert source.render_line(cursor_row - source.scroll_offset.y).text.split(" ", 2)[2].startswith(NESTED_TAG)
-        # The chunk map draws the same lines: the inner chunk's line shows its tag.
-        chunk_map = screen.query_one(ChunkMap)
-        assert chunk_map.text.split("\n")[nested.line - 1] == NESTED_TAG
-        inner = next(s for s in chunk_map.spans if s.id == "skill:inner")
-        assert inner.line == nested.line
-        assert chunk_map.current_span is not None and chunk_map.current_span.line <= nested.line <= chunk_map.current_span.end_line
-
-
 def test_display_lines_break_where_yaml_does_and_keep_other_controls_in_the_line() -> None:
     text = "a\u2028b\x0cc\rd\r\ne\x85f\u2029g\x0bh\x1ci\n"
     assert display_lines(text) == ["a", "b\x0cc", "d", "e", "f", "g\x0bh\x1ci", ""]
@@ -148,32 +116,60 @@ def test_a_utf16_document_is_shown_decoded_and_named(tmp_path: Path) -> None:
     assert [(f.rule, f.line) for f in report.findings] == [("file-encoding", 1)]
 
 
-@pytest.mark.parametrize("name", ["cr-only.md", "line-separator.md"])
-async def test_enter_in_the_diagnosis_lands_on_the_source_line(folder: Path, name: str) -> None:
-    from ctxfst_tui.ui.widgets.diagnosis.pane import DiagnosisTree
-
-    doc = Document.load(folder / name)
-    nested = next(f for f in validate(doc) if f.rule == "tag-nested")
+async def test_enter_on_a_finding_or_in_the_diagnosis_lands_on_its_source_line(folder: Path) -> None:
+    """For each document: Enter on the tag-nested finding (the findings table), then Enter on the
+    inner chunk's chunk-small item (the Diagnosis view), lands the Source view on the tag's line."""
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        await open_document(app, pilot, folder / name)
-        await pilot.press("4")
-        await settle(app, pilot)
-        tree = app.screen.query_one(DiagnosisTree)
-        assert app.focused is tree
-        # The inner chunk is small: the diagnosis names its tag's line (after the U+2028 or CRs).
-        targets = [i for i in tree.items if i.rule == "chunk-small" and i.line == nested.line]
-        assert targets, [(i.rule, i.line) for i in tree.items]
-        for _ in range(len(tree.items) + 1):
-            if tree.current == targets[0]:
-                break
-            await pilot.press("n")
-        assert tree.current == targets[0]
-        await pilot.press("enter")
-        await settle(app, pilot)
-        source = app.screen.query_one(SourceView)
-        assert app.focused is source
-        row = source.cursor_location[0]
-        assert row == nested.line - 1
-        assert source.render_line(row - source.scroll_offset.y).text.split(" ", 2)[2].startswith(NESTED_TAG)
+        for name in ("cr-only.md", "line-separator.md"):
+            doc = Document.load(folder / name)
+            nested = next(f for f in validate(doc) if f.rule == "tag-nested")
+            assert doc.index.line_text(nested.line) == NESTED_TAG, name  # the core's line is the tag's line
+            await open_document(app, pilot, folder / name)
+            screen = app.screen
+            source = screen.query_one(SourceView)
+
+            # -- the findings table
+            await pilot.press("1")  # the Source view, where the findings table is (the Diagnosis view may be up)
+            table = screen.query_one(FindingsPane)
+            assert source.line_count == doc.index.line_count, name  # as many lines as the core counts
+            table.focus()
+            await pilot.pause()
+            row = next(i for i, f in enumerate(table.findings) if f.rule == "tag-nested")
+            for _ in range(abs(row - table.cursor_row)):
+                await pilot.press("down" if row > table.cursor_row else "up")
+            assert table.cursor_row == row, name
+            await pilot.press("enter")
+            await pilot.pause()
+            assert app.focused is source, name
+            cursor_row, cursor_col = source.cursor_location
+            assert cursor_row == nested.line - 1, name
+            assert source.render_line(cursor_row - source.scroll_offset.y).text.split(" ", 2)[2].startswith(NESTED_TAG), name
+            # The chunk map draws the same lines: the inner chunk's line shows its tag.
+            chunk_map = screen.query_one(ChunkMap)
+            assert chunk_map.text.split("\n")[nested.line - 1] == NESTED_TAG, name
+            inner = next(s for s in chunk_map.spans if s.id == "skill:inner")
+            assert inner.line == nested.line, name
+            assert chunk_map.current_span is not None and chunk_map.current_span.line <= nested.line <= chunk_map.current_span.end_line, name
+
+            # -- the Diagnosis view
+            source.move_cursor((0, 0))  # away from the line, so landing on it is the Enter's doing
+            await pilot.press("4")
+            await settle(app, pilot)
+            tree = app.screen.query_one(DiagnosisTree)
+            assert app.focused is tree, name
+            # The inner chunk is small: the diagnosis names its tag's line (after the U+2028 or CRs).
+            targets = [i for i in tree.items if i.rule == "chunk-small" and i.line == nested.line]
+            assert targets, (name, [(i.rule, i.line) for i in tree.items])
+            for _ in range(len(tree.items) + 1):
+                if tree.current == targets[0]:
+                    break
+                await pilot.press("n")
+            assert tree.current == targets[0], name
+            await pilot.press("enter")
+            await settle(app, pilot)
+            assert app.focused is source, name
+            row = source.cursor_location[0]
+            assert row == nested.line - 1, name
+            assert source.render_line(row - source.scroll_offset.y).text.split(" ", 2)[2].startswith(NESTED_TAG), name
