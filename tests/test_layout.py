@@ -52,18 +52,7 @@ async def test_at_80x24_the_overview_steps_aside_and_the_status_bar_says_what_is
         assert not screen.query_one("#overview").display
 
 
-async def test_a_tall_terminal_shows_the_overview_and_o_hides_it(tmp_path):
-    app = WorkbenchApp(make_folder(tmp_path))
-    async with app.run_test(size=(160, 45)) as pilot:
-        await open_first(app, pilot)
-        overview = app.screen.query_one("#overview")
-        assert overview.display
-        await pilot.press("o")
-        await pilot.pause()
-        assert not overview.display
-
-
-async def test_ctrl_b_hides_the_tree_and_brackets_resize_it_and_the_layout_is_remembered(tmp_path):
+async def test_ctrl_b_hides_the_tree_and_brackets_resize_it_and_the_layout_is_remembered_and_a_tall_terminal_shows_the_overview(tmp_path):
     folder = make_folder(tmp_path)
     app = WorkbenchApp(folder)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -87,11 +76,19 @@ async def test_ctrl_b_hides_the_tree_and_brackets_resize_it_and_the_layout_is_re
     layout = json.loads(cfg.state_path().read_text())["folders"][str(folder.resolve())]["layout"]
     assert layout == {"tree": False, "tree_width": before + 4, "overview": "auto"}
 
+    # Next time (on a bigger terminal): the tree as it was left.
     app = WorkbenchApp(folder)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(160, 45)) as pilot:
         await settle(app, pilot)
         tree = app.screen.query_one(DocumentTree)
         assert not tree.display
         await pilot.press("ctrl+b")
         await pilot.pause()
         assert tree.display and tree.outer_size.width == before + 4
+        # A tall terminal shows the overview (auto) and o hides it.
+        await open_first(app, pilot)
+        overview = app.screen.query_one("#overview")
+        assert overview.display
+        await pilot.press("o")
+        await pilot.pause()
+        assert not overview.display
