@@ -28,9 +28,7 @@ class DependencyCycle:
 
 def dependency_cycles(ws: WorkspaceIndex) -> None:
     """Each cycle of the workspace's dependency graph once, with the one edge whose removal breaks it."""
-    import networkx as nx
-
-    g = nx.DiGraph()
+    edges: list[tuple[str, str]] = []
     where: dict[tuple[str, str], tuple[IndexedChunk, int]] = {}
     order: dict[str, int] = {}
     for c in ws.chunks:
@@ -40,8 +38,14 @@ def dependency_cycles(ws: WorkspaceIndex) -> None:
             continue
         for dep in deps:
             if isinstance(dep, str) and dep in ws.chunk_docs:
-                g.add_edge(c.id, dep)
+                edges.append((c.id, dep))
                 where.setdefault((c.id, dep), (c, c.doc))
+    if _acyclic(edges):
+        return  # the usual case: no need to load networkx (a large import) at all
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_edges_from(edges)  # the same nodes and edges, in the same order, as one add_edge each
     for scc in sorted(nx.strongly_connected_components(g), key=lambda s: min(order.get(n, 0) for n in s)):
         start = min(scc, key=lambda n: order.get(n, 0))
         if len(scc) == 1 and not g.has_edge(start, start):
@@ -54,6 +58,28 @@ def dependency_cycles(ws: WorkspaceIndex) -> None:
         u, v = max(forwards, key=lambda e: order.get(e[1], 0) - order.get(e[0], 0)) if forwards else edges[-1]
         chunk, doc = where[(u, v)]
         ws.cycles.append(DependencyCycle(nodes, u, v, doc, chunk.entry, forward))
+
+
+def _acyclic(edges: list[tuple[str, str]]) -> bool:
+    """True when the directed graph of ``edges`` has no cycle (no self-loop either): Kahn's algorithm."""
+    succ: dict[str, set[str]] = {}
+    indegree: dict[str, int] = {}
+    for u, v in edges:
+        indegree.setdefault(u, 0)
+        targets = succ.setdefault(u, set())
+        if v not in targets:
+            targets.add(v)
+            indegree[v] = indegree.get(v, 0) + 1
+    ready = [n for n, k in indegree.items() if k == 0]
+    done = 0
+    while ready:
+        n = ready.pop()
+        done += 1
+        for m in succ.get(n, ()):
+            indegree[m] -= 1
+            if not indegree[m]:
+                ready.append(m)
+    return done == len(indegree)
 
 
 def dependencies(d: DocumentDiagnosis) -> None:

@@ -17,9 +17,7 @@ import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from os import PathLike
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from ctxfst_tui.core.entities.profiles import (
     check_export,
@@ -31,6 +29,9 @@ from ctxfst_tui.core.entities.profiles import (
 from ctxfst_tui.core.format.schema import EDGE_RELATIONS, WORLD_MODEL_FIELDS
 from ctxfst_tui.core.text.tfidf import TfIdf
 from ctxfst_tui.core.text.words import reference_terms
+
+if TYPE_CHECKING:  # networkx is imported by the two functions that use it (a CLI call need not load it)
+    import networkx as nx
 
 __all__ = [
     "DEFAULT_MIN_SCORE",
@@ -442,6 +443,8 @@ def to_networkx(graph_dict: dict[str, Any]) -> nx.MultiDiGraph:
     (e.g. SIMILAR and LEADS_TO); SIMILAR edges are stored source -> target only.
     Extra edges may name unknown entities; those become attribute-less nodes.
     """
+    import networkx as nx
+
     graph = nx.MultiDiGraph()
     graph.graph.update(copy.deepcopy(graph_dict.get("meta", {})))
     for node in graph_dict.get("nodes", []):
@@ -492,6 +495,8 @@ def _unify_types(attr_dicts: list[dict[str, Any]]) -> None:
 
 def write_graphml(graph_dict: dict[str, Any], path: str | PathLike[str]) -> None:
     """Write the graph dict as GraphML (for Gephi, yEd, Cytoscape...)."""
+    import networkx as nx
+
     source = to_networkx(graph_dict)
     export = nx.MultiDiGraph()
     graph_attrs = _scalar_attrs(source.graph)
