@@ -134,9 +134,18 @@ async def test_tree_frame_and_keys_then_the_valid_document_reload_and_quit(folde
     assert app.return_code == 0
 
 
-# ---------------------------------------------------------------- an invalid document
+# ---------------------------------------------------------------- the documents: invalid, broken, unusual
 
-async def test_invalid_document_opened_by_click_its_findings_clicked_previewed_and_followed(folder: Path) -> None:
+BROKEN = [  # (name, rule, problem)
+    ("broken-yaml.md", "yaml-syntax", "frontmatter is broken"),
+    ("empty.md", "file-empty", "the file is empty"),
+    ("binary.md", "file-binary", "binary"),
+    ("latin1.md", "file-encoding", "not valid UTF-8"),
+]
+
+
+async def test_invalid_broken_text_crlf_and_bom_documents_and_a_failing_worker(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
@@ -197,24 +206,6 @@ async def test_invalid_document_opened_by_click_its_findings_clicked_previewed_a
         assert top > 0
         assert top <= NESTED_LINE - 1 < top + source.scrollable_content_region.height
         assert "Ln" in str(source.border_subtitle) and str(NESTED_LINE) in str(source.border_subtitle)
-
-
-# ---------------------------------------------------------------- broken and unusual files
-
-BROKEN = [  # (name, rule, problem)
-    ("broken-yaml.md", "yaml-syntax", "frontmatter is broken"),
-    ("empty.md", "file-empty", "the file is empty"),
-    ("binary.md", "file-binary", "binary"),
-    ("latin1.md", "file-encoding", "not valid UTF-8"),
-]
-
-
-async def test_broken_text_crlf_and_bom_documents_open_and_a_failing_worker_is_reported(
-        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-        source = screen.query_one(SourceView)
 
         # Broken documents still open and say why.
         for name, rule, problem in BROKEN:
