@@ -139,17 +139,21 @@ async def summarize(app: WorkbenchApp, pilot, pane: SummaryPane, node_id: str) -
     await settle(app, pilot)
 
 
-# ---------------------------------------------------------------- opening, states, a finished run
+# ---------------------------------------------------------------- opening, states, finished and running jobs
 
 
-async def test_open_a_novel_its_states_a_run_a_failed_node_stale_nodes_and_the_whole_book(folder, monkeypatch):
-    """One App, the fake answering at once: (1) the tab before any novel, (2) empty and error states,
-    (3) the novel opened in a worker and its tree, (4) a chapter run pending → running → done,
-    (5) stale nodes after the file changes and r, (6) a rejected answer retried then flagged failed
-    (its own copy), (7) the palette's Summarize book on the novel shown (its own copy)."""
+async def test_the_summary_tab_through_finished_and_running_jobs(folder, monkeypatch):
+    """One App, one fake model. Answering at once: (1) the tab before any novel, (2) empty and error
+    states, (3) the novel opened in a worker and its tree, (4) a chapter run pending → running → done,
+    (5) stale nodes after the file changes and r, (6) a rejected answer retried then flagged failed,
+    (7) the palette's Summarize book on the novel shown. Blocking from a chosen call until the job's
+    cancel event is set: (8) escape cancels a running chapter and leaves pending nodes, s resumes;
+    (9) keys are answered while the whole book runs; (10) another novel while a job runs, then back
+    (a copy running, another copy shown meanwhile: the same node ids). Cases (6)–(10) each open
+    their own untouched copy of the story."""
     import ctxfst_tui.ui.app as app_module
 
-    copies(folder, "failed", "book")
+    copies(folder, "failed", "book", "escape", "keys", "run", "other")
     threads: list[str] = []
     original = app_module.open_novel
 
@@ -159,6 +163,13 @@ async def test_open_a_novel_its_states_a_run_a_failed_node_stale_nodes_and_the_w
 
     monkeypatch.setattr(app_module, "open_novel", spy)
     fake = BlockingStoryBackend()
+
+    def block_from(n: int) -> None:
+        """From the n-th call of the next job on, the fake blocks until escape."""
+        fake.block_at = fake.calls + n
+        fake.blocked.clear()
+        fake.cancelled.clear()
+
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
@@ -306,31 +317,10 @@ async def test_open_a_novel_its_states_a_run_a_failed_node_stale_nodes_and_the_w
         assert fake.calls - calls == 10
         assert all(v.status in ("done", "skipped") for v in pane_of(app).tree.views.values())
 
-
-# ---------------------------------------------------------------- a model that is still working
-
-
-async def test_escape_keys_and_another_novel_while_a_summary_job_runs(folder, monkeypatch):
-    """One App, the fake blocking from a chosen call until the job's cancel event is set:
-    (1) escape cancels a running chapter and leaves pending nodes, s resumes; (2) keys are answered
-    while the whole book runs (its own copy); (3) another novel while a job runs, then back (a copy
-    running, another copy shown meanwhile: the same node ids)."""
-    copies(folder, "keys", "run", "other")
-    fake = BlockingStoryBackend(block_at=2)  # the first scene is summarized, the second call waits for escape
-
-    def block_from(n: int) -> None:
-        """From the n-th call of the next job on, the fake blocks until escape."""
-        fake.block_at = fake.calls + n
-        fake.blocked.clear()
-        fake.cancelled.clear()
-
-    app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-        told = notifications(app, monkeypatch)
-
-        # (1) escape cancels a running summary and leaves pending nodes
-        pane = await open_summary(app, pilot)
+        # (8) escape cancels a running summary and leaves pending nodes (an untouched copy)
+        pane = await open_summary(app, pilot, "novels/escape.txt")
+        block_from(2)  # the first scene is summarized, the second call waits for escape
+        told.clear()
         await move_to(pilot, pane.tree, "c1")
         await pilot.press("s")
         await until(pilot, fake.blocked.is_set)
@@ -338,7 +328,7 @@ async def test_escape_keys_and_another_novel_while_a_summary_job_runs(folder, mo
         assert status(app, "c1.s1") == "done" and status(app, "c1") == "pending"
         assert label_of(pane.tree, "c1.s2").startswith("… Scene 2")
         line = screen.query_one(JobStatus).text
-        assert "Summarizing Chapter One: The Lamp of novels/story.txt" in line and "node 2 of 3" in line
+        assert "Summarizing Chapter One: The Lamp of novels/escape.txt" in line and "node 2 of 3" in line
         assert "node 2 of 3 · ETA" in pane.status_text and "Chapter One: The Lamp › Scene 2" in pane.status_text
         assert "esc cancels" in pane.status_text
 
@@ -361,7 +351,7 @@ async def test_escape_keys_and_another_novel_while_a_summary_job_runs(folder, mo
         assert fake.calls - calls == 2
         assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["done"] * 3
 
-        # (2) keys are answered while the summary job runs (the whole book of an untouched copy)
+        # (9) keys are answered while the summary job runs (the whole book of an untouched copy)
         pane = await open_summary(app, pilot, "novels/keys.txt")
         block_from(1)
         finished = fake.finished
@@ -386,7 +376,7 @@ async def test_escape_keys_and_another_novel_while_a_summary_job_runs(folder, mo
         await settle(app, pilot)
         assert all(v.status in ("pending", "skipped") for v in tree.views.values())
 
-        # (3) another novel while a job runs, then back
+        # (10) another novel while a job runs, then back
         pane = await open_summary(app, pilot, "novels/run.txt")
         block_from(2)
         await move_to(pilot, pane.tree, "c1")
