@@ -90,10 +90,30 @@ async def show_diagnosis(app, pilot) -> None:
     assert app.focused is tree(app)
 
 
-async def test_findings_are_grouped_by_category_with_counts(folder):
+async def step_to(app, pilot, wanted) -> None:
+    """Press n (then p) until the current finding is one ``wanted(item)`` accepts; fail, not
+    loop, if the pane holds none."""
+    for key in "np":
+        for _ in range(len(tree(app).items) + 1):
+            current = tree(app).current
+            if current is not None and wanted(current):
+                return
+            await pilot.press(key)
+    raise AssertionError(f"no such finding: {[i.rule for i in tree(app).items]}")
+
+
+async def test_the_pane_groups_steps_jumps_fixes_and_undoes(folder, monkeypatch):
+    """One app walks the pane: grouped findings with counts; n/p stepping; enter opens the
+    document at the finding's line; f fixes and u brings the finding back; a fix that fails is a
+    notification. Each step leaves the workspace as it found it (the fix is undone)."""
     app = WorkbenchApp(folder)
+    notes: list[str] = []
     async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
+        screen = await started(app, pilot)
+        original = app.notify
+        monkeypatch.setattr(app, "notify", lambda message, **kw: (notes.append(str(message)), original(message, **kw)))
+
+        # -- Findings are grouped by category, with counts (no document open).
         await show_diagnosis(app, pilot)
         t = tree(app)
         items = t.items
@@ -115,13 +135,7 @@ async def test_findings_are_grouped_by_category_with_counts(folder):
                 assert f"✗ {errors}" in label
         assert f"{len(items)} finding" in str(pane(app).border_subtitle)
 
-
-async def test_n_and_p_step_through_findings_across_categories(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await show_diagnosis(app, pilot)
-        items = tree(app).items
+        # -- n and p step through the findings across categories.
         assert len(items) >= 3
         await pilot.press("n")
         assert tree(app).current == items[0]
@@ -140,16 +154,11 @@ async def test_n_and_p_step_through_findings_across_categories(folder):
             await pilot.press("p")
         assert tree(app).current == items[0] and first_branch.is_expanded
 
-
-async def test_enter_opens_the_document_and_moves_the_source_to_the_line(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
+        # -- Enter opens the finding's document (another one is open) at the finding's line.
         await open_document(app, pilot, "a-clean.md")
         await show_diagnosis(app, pilot)
         target = undefined(app)[0]
-        while tree(app).current != target:
-            await pilot.press("n")
+        await step_to(app, pilot, lambda item: item == target)
         await pilot.press("enter")
         await settle(app, pilot)
         assert screen.current == folder / "cache.md"
@@ -161,22 +170,17 @@ async def test_enter_opens_the_document_and_moves_the_source_to_the_line(folder)
         chunk_map = screen.query_one(ChunkMap)
         assert chunk_map.current_span is not None and chunk_map.current_span.id == "reference:cache"
         # Back to the pane (same document now): enter jumps without reopening.
+        source.move_cursor((0, 0))
         await pilot.press("4")
         await pilot.pause()
         await pilot.press("enter")
         await settle(app, pilot)
         assert source.cursor_location[0] == UNDEFINED_LINE - 1
 
-
-async def test_f_applies_the_fix_and_u_brings_the_finding_back(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-        await open_document(app, pilot, "cache.md")
+        # -- f applies the fix (cache.md is open) and u brings the finding back.
         await show_diagnosis(app, pilot)
         assert undefined(app)
-        while tree(app).current is None or tree(app).current.rule != "entity-undefined":
-            await pilot.press("n")
+        await step_to(app, pilot, lambda item: item.rule == "entity-undefined")
         assert tree(app).current.fixable
         assert "memcached" in tree(app).current.fix_description
         before = len(tree(app).items)
@@ -195,21 +199,14 @@ async def test_f_applies_the_fix_and_u_brings_the_finding_back(folder):
         assert "entity:memcached" in screen.query_one(SourceView).text
         assert not screen.query_one(DocumentTree).unsaved(folder / "cache.md")
 
+        # -- A fix that fails is a notification, and nothing changes.
+        def refuse(ws, fix, path=None):
+            raise FixError("the chunk changed since the diagnosis")
 
-async def test_a_fix_that_fails_is_a_notification(folder, monkeypatch):
-    def refuse(ws, fix, path=None):
-        raise FixError("the chunk changed since the diagnosis")
-
-    monkeypatch.setattr("ctxfst_tui.ui.screens.workbench.editing.apply_fix", refuse)
-    app = WorkbenchApp(folder)
-    notes: list[str] = []
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        original = app.notify
-        monkeypatch.setattr(app, "notify", lambda message, **kw: (notes.append(str(message)), original(message, **kw)))
+        monkeypatch.setattr("ctxfst_tui.ui.screens.workbench.editing.apply_fix", refuse)
+        assert not any("changed since the diagnosis" in n for n in notes)
         await show_diagnosis(app, pilot)
-        while tree(app).current is None or not tree(app).current.fixable:
-            await pilot.press("n")
+        await step_to(app, pilot, lambda item: item.fixable)
         await pilot.press("f")
         await settle(app, pilot)
         assert app.is_running
