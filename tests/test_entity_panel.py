@@ -106,10 +106,24 @@ def on_disk(folder: Path) -> tuple[str, str]:
     return (folder / "frontend.md").read_text(encoding="utf-8"), (folder / "backend.md").read_text(encoding="utf-8")
 
 
-async def test_entity_table_and_suggested_merges(folder):
+async def test_the_table_suggestions_edits_delete_merge_undo_redo_save_and_quit(folder, monkeypatch):
+    """One app walks the panel; each step but the last leaves the workspace as it found it (a
+    cancel, or an undo), so the next one starts from the two documents as they are on disk."""
+    original = on_disk(folder)
     app = WorkbenchApp(folder)
+    notes: list[str] = []
     async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
+        screen = await started(app, pilot)
+        notify = app.notify
+        monkeypatch.setattr(app, "notify", lambda message, **kw: (notes.append(str(message)), notify(message, **kw)))
+
+        # -- Undo with nothing to undo, redo with nothing to redo, save with nothing to save.
+        await pilot.press("u", "U", "ctrl+s")
+        await settle(app, pilot)
+        assert app.is_running
+        assert on_disk(folder) == (FRONTEND, BACKEND)
+
+        # -- The entity table and the suggested merges.
         await show_entities(app, pilot)
         t = table(app)
         assert t.ids == ["entity:js", "entity:node", "entity:javascript", "entity:react"]
@@ -122,12 +136,89 @@ async def test_entity_table_and_suggested_merges(folder):
         assert sure and sure[0].tier == "sure" and sure[0].canonical == "entity:javascript"
         assert "sure" in str(clusters(app).border_subtitle)
 
+        # -- The canonical can be cycled before merging; escape in the diff changes nothing.
+        await to_clusters(app, pilot)
+        cluster = clusters(app).current
+        assert clusters(app).canonical(cluster) == "entity:javascript"
+        await pilot.press("c")
+        assert clusters(app).canonical(cluster) == "entity:js"
+        await pilot.press("m")
+        await pilot.pause()
+        assert isinstance(app.screen, DiffScreen)
+        assert "+    entities: [entity:react, entity:js]" not in app.screen.diff
+        assert "-  - id: entity:javascript" in app.screen.diff
+        await pilot.press("escape")  # cancel: nothing changes
+        await settle(app, pilot)
+        assert "entity:javascript" in table(app).ids
+        assert not app.session.dirty_paths
+        await pilot.press("c")  # (back to the suggested canonical for the merge below)
+        assert clusters(app).canonical(clusters(app).current) == "entity:javascript"
 
-async def test_merge_shows_the_diff_then_undo_redo_save_and_quit(folder):
-    original = on_disk(folder)
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
+        # -- Edit (rename and new id) and aliases are one undoable edit each.
+        await show_entities(app, pilot)
+        t = table(app)
+        assert t.cursor_row == 0
+        for _ in range(t.ids.index("entity:react")):
+            await pilot.press("down")
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(app.screen, EntityEditScreen)
+        await pilot.press("ctrl+u", *"React.js")  # the name field has focus
+        app.screen.query_one("#entity-id").value = "entity:reactjs"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        ids = table(app).ids
+        assert "entity:reactjs" in ids and "entity:react" not in ids
+        react = next(e for e in table(app).entities if e.id == "entity:reactjs")
+        assert react.name == "React.js"
+        assert "[entity:reactjs, entity:js]" in app.session.document(folder / "frontend.md").text
+        await pilot.press("u")  # one undo undoes both the rename and the new id
+        await settle(app, pilot)
+        assert "entity:react" in table(app).ids
+        assert next(e for e in table(app).entities if e.id == "entity:react").name == "React"
+        # Aliases: edit the comma-separated list (add two, drop one).
+        table(app).highlight("entity:javascript")
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, AliasEditScreen)
+        await pilot.press("ctrl+u", *"JS6, es")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        js = next(e for e in table(app).entities if e.id == "entity:javascript")
+        assert js.aliases == ("JS6", "es")
+        await pilot.press("u")
+        await settle(app, pilot)
+        assert next(e for e in table(app).entities if e.id == "entity:javascript").aliases == ("ECMAScript",)
+
+        # -- Delete asks first; a refused edit is a notification.
+        table(app).highlight("entity:node")
+        await pilot.press("delete")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen) and "entity:node" in app.screen.question
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert "entity:node" in table(app).ids
+        await pilot.press("delete")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert "entity:node" not in table(app).ids
+        assert "entity:node" not in app.session.document(folder / "backend.md").text
+        # Renaming an id to one that exists is refused by the core: a notification, no traceback.
+        table(app).highlight("entity:js")
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#entity-id").value = "entity:javascript"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.is_running and isinstance(app.screen, WorkbenchScreen)
+        assert any("already exists" in n for n in notes)
+        assert "entity:js" in table(app).ids
+        await pilot.press("u")  # (the delete undone: the merge below starts from the disk's state)
+        await settle(app, pilot)
+        assert "entity:node" in table(app).ids and not app.session.dirty_paths
+
+        # -- The merge shows its diff; then undo, redo, save and quit.
         await open_document(app, pilot, "frontend.md")
         await show_entities(app, pilot)
         await to_clusters(app, pilot)
@@ -201,137 +292,6 @@ async def test_merge_shows_the_diff_then_undo_redo_save_and_quit(folder):
     assert "entity:javascript]" in on_disk(folder)[0]
 
 
-async def test_canonical_can_be_cycled_before_merging(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await show_entities(app, pilot)
-        await to_clusters(app, pilot)
-        cluster = clusters(app).current
-        assert clusters(app).canonical(cluster) == "entity:javascript"
-        await pilot.press("c")
-        assert clusters(app).canonical(cluster) == "entity:js"
-        await pilot.press("m")
-        await pilot.pause()
-        assert isinstance(app.screen, DiffScreen)
-        assert "+    entities: [entity:react, entity:js]" not in app.screen.diff
-        assert "-  - id: entity:javascript" in app.screen.diff
-        await pilot.press("escape")  # cancel: nothing changes
-        await settle(app, pilot)
-        assert "entity:javascript" in table(app).ids
-        assert not app.session.dirty_paths
-
-
-async def test_edit_rename_retype_and_aliases_are_one_undoable_edit_each(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await show_entities(app, pilot)
-        t = table(app)
-        for _ in range(t.ids.index("entity:react")):
-            await pilot.press("down")
-        await pilot.press("e")
-        await pilot.pause()
-        assert isinstance(app.screen, EntityEditScreen)
-        await pilot.press("ctrl+u", *"React.js")  # the name field has focus
-        app.screen.query_one("#entity-id").value = "entity:reactjs"
-        await pilot.press("enter")
-        await settle(app, pilot)
-        ids = table(app).ids
-        assert "entity:reactjs" in ids and "entity:react" not in ids
-        react = next(e for e in table(app).entities if e.id == "entity:reactjs")
-        assert react.name == "React.js"
-        assert "[entity:reactjs, entity:js]" in app.session.document(folder / "frontend.md").text
-        await pilot.press("u")  # one undo undoes both the rename and the new id
-        await settle(app, pilot)
-        assert "entity:react" in table(app).ids
-        assert next(e for e in table(app).entities if e.id == "entity:react").name == "React"
-
-        # Aliases: edit the comma-separated list (add two, drop one).
-        table(app).highlight("entity:javascript")
-        await pilot.press("a")
-        await pilot.pause()
-        assert isinstance(app.screen, AliasEditScreen)
-        await pilot.press("ctrl+u", *"JS6, es")
-        await pilot.press("enter")
-        await settle(app, pilot)
-        js = next(e for e in table(app).entities if e.id == "entity:javascript")
-        assert js.aliases == ("JS6", "es")
-        await pilot.press("u")
-        await settle(app, pilot)
-        assert next(e for e in table(app).entities if e.id == "entity:javascript").aliases == ("ECMAScript",)
-
-
-async def test_delete_asks_first_and_a_refused_edit_is_a_notification(folder, monkeypatch):
-    app = WorkbenchApp(folder)
-    notes: list[str] = []
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        original = app.notify
-        monkeypatch.setattr(app, "notify", lambda message, **kw: (notes.append(str(message)), original(message, **kw)))
-        await show_entities(app, pilot)
-        table(app).highlight("entity:node")
-        await pilot.press("delete")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen) and "entity:node" in app.screen.question
-        await pilot.press("n")
-        await settle(app, pilot)
-        assert "entity:node" in table(app).ids
-        await pilot.press("delete")
-        await pilot.pause()
-        await pilot.press("y")
-        await settle(app, pilot)
-        assert "entity:node" not in table(app).ids
-        assert "entity:node" not in app.session.document(folder / "backend.md").text
-
-        # Renaming an id to one that exists is refused by the core: a notification, no traceback.
-        table(app).highlight("entity:js")
-        await pilot.press("e")
-        await pilot.pause()
-        app.screen.query_one("#entity-id").value = "entity:javascript"
-        await pilot.press("enter")
-        await settle(app, pilot)
-        assert app.is_running and isinstance(app.screen, WorkbenchScreen)
-        assert any("already exists" in n for n in notes)
-        assert "entity:js" in table(app).ids
-
-
-async def test_undo_with_nothing_to_undo_and_save_with_nothing_to_save(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        await started(app, pilot)
-        await pilot.press("u", "U", "ctrl+s")
-        await settle(app, pilot)
-        assert app.is_running
-        assert on_disk(folder) == (FRONTEND, BACKEND)
-
-
-async def test_an_edited_document_opens_with_its_unsaved_text(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-        await show_entities(app, pilot)
-        await to_clusters(app, pilot)
-        await pilot.press("m", "y")
-        await settle(app, pilot)
-        await open_document(app, pilot, "backend.md")
-        text = screen.query_one(SourceView).text
-        assert "entities: [entity:javascript, entity:node]" in text
-        assert "backend.md ●" in str(screen.query_one(SourceView).border_title)
-        assert (folder / "backend.md").read_text(encoding="utf-8") == BACKEND
-
-
-def test_split_aliases():
-    assert split_aliases(" K8s, kube ,, K8S, ") == ["K8s", "kube"]
-    assert split_aliases("") == []
-
-
-def test_entity_panel_bindings_have_ids():
-    for owner in (EntityTable, ClusterList, EntityPanel, DiffScreen, EntityEditScreen, AliasEditScreen, WorkbenchApp):
-        for binding in owner.BINDINGS:
-            assert binding.id, f"{owner.__name__}: {binding} has no id"
-
-
 async def test_reload_of_an_edited_document_asks_before_dropping_the_edits(folder):
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
@@ -357,6 +317,24 @@ async def test_reload_of_an_edited_document_asks_before_dropping_the_edits(folde
         assert not tree.unsaved(folder / "frontend.md")
         assert tree.unsaved(folder / "backend.md")  # the other document keeps its part of the merge
         assert "entity:js" in table(app).ids  # frontend.md declares it again
+
+        # -- An edited document (not open when it was edited) opens with its unsaved text.
+        await open_document(app, pilot, "backend.md")
+        text = screen.query_one(SourceView).text
+        assert "entities: [entity:javascript, entity:node]" in text
+        assert "backend.md ●" in str(screen.query_one(SourceView).border_title)
+        assert (folder / "backend.md").read_text(encoding="utf-8") == BACKEND
+
+
+def test_split_aliases():
+    assert split_aliases(" K8s, kube ,, K8S, ") == ["K8s", "kube"]
+    assert split_aliases("") == []
+
+
+def test_entity_panel_bindings_have_ids():
+    for owner in (EntityTable, ClusterList, EntityPanel, DiffScreen, EntityEditScreen, AliasEditScreen, WorkbenchApp):
+        for binding in owner.BINDINGS:
+            assert binding.id, f"{owner.__name__}: {binding} has no id"
 
 
 def test_fit_names_keeps_a_cell_within_its_width():
