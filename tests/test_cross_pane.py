@@ -43,16 +43,33 @@ The queue is a table.
 """
 
 
-async def test_merge_in_the_entity_panel_updates_the_chunk_preview_and_the_source(folder):  # noqa: F811
+async def test_an_entity_marks_its_documents_and_chunks_and_a_merge_updates_preview_and_source(folder):  # noqa: F811
     app = WorkbenchApp(folder)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
         await open_document(app, pilot, "frontend.md")
         await settle(app, pilot)
-        source = screen.query_one(SourceView)
-        assert "entities: [entity:react, entity:js]" in source.text
+        # -- An entity marks its documents and the chunks that link it.
+        assert screen.query_one(DocumentTree).related == set()  # nothing marked before the Entities view is used
         await pilot.press("3")
         await settle(app, pilot)
+        table = screen.query_one(EntityTable)
+        tree, chunk_map = screen.query_one(DocumentTree), screen.query_one(ChunkMap)
+        table.highlight("entity:react")
+        await pilot.pause()
+        assert tree.related == {folder / "frontend.md"}
+        assert chunk_map.marked == {"skill:react-components"}
+        table.highlight("entity:node")  # declared and linked only in backend.md
+        await pilot.pause()
+        assert tree.related == {folder / "backend.md"}
+        assert chunk_map.marked == frozenset()
+        table.highlight("entity:js")
+        await pilot.pause()
+        assert tree.related == {folder / "frontend.md", folder / "backend.md"}
+
+        # -- A merge in the entity panel updates the chunk preview and the source.
+        source = screen.query_one(SourceView)
+        assert "entities: [entity:react, entity:js]" in source.text
         clusters = screen.query_one(ClusterList)
         clusters.focus()
         await pilot.press("m")
@@ -64,15 +81,16 @@ async def test_merge_in_the_entity_panel_updates_the_chunk_preview_and_the_sourc
         assert "entities: [entity:react, entity:javascript]" in source.text
         await pilot.press("2")
         await settle(app, pilot)
-        chunk_map = screen.query_one(ChunkMap)
         assert "entities: [entity:react, entity:javascript]" in chunk_map.text  # the preview shows the merged text
 
 
-async def test_finding_jump_fix_and_the_report_refreshes(tmp_path):
+async def test_finding_jump_fix_refresh_and_chunk_and_source_follow_each_other(tmp_path):
     (tmp_path / "ops.md").write_text(TWO_CHUNKS.replace("entities: [entity:redis]", "entities: [entity:redis, entity:memcached]"))
+    (tmp_path / "two.md").write_text(TWO_CHUNKS)
     app = WorkbenchApp(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
+        # -- A finding: jump to it, fix it, and the report refreshes (ops.md).
         await pilot.press("4")
         await settle(app, pilot)
         tree = screen.query_one(DiagnosisTree)
@@ -96,13 +114,8 @@ async def test_finding_jump_fix_and_the_report_refreshes(tmp_path):
         assert not [i for i in tree.items if i.rule == "entity-undefined"]  # the report refreshed
         assert "entity:memcached" not in source.text  # and the source shows the fixed text
 
-
-async def test_chunk_and_source_follow_each_other(tmp_path):
-    (tmp_path / "ops.md").write_text(TWO_CHUNKS)
-    app = WorkbenchApp(tmp_path)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-        await open_document(app, pilot, "ops.md")
+        # -- The chunk preview and the source follow each other (two.md).
+        await open_document(app, pilot, "two.md")
         await settle(app, pilot)
         chunk_map, source = screen.query_one(ChunkMap), screen.query_one(SourceView)
         lines = TWO_CHUNKS.splitlines()
@@ -122,27 +135,3 @@ async def test_chunk_and_source_follow_each_other(tmp_path):
         for _ in range(cache_text - 1):
             await pilot.press("down")
         await until(pilot, lambda: chunk_map.current_span.id == "ops:cache")  # the source cursor selects its chunk
-
-
-async def test_an_entity_marks_its_documents_and_the_chunks_that_link_it(folder):  # noqa: F811
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await started(app, pilot)
-        await open_document(app, pilot, "frontend.md")
-        await settle(app, pilot)
-        assert screen.query_one(DocumentTree).related == set()  # nothing marked before the Entities view is used
-        await pilot.press("3")
-        await settle(app, pilot)
-        table = screen.query_one(EntityTable)
-        tree, chunk_map = screen.query_one(DocumentTree), screen.query_one(ChunkMap)
-        table.highlight("entity:react")
-        await pilot.pause()
-        assert tree.related == {folder / "frontend.md"}
-        assert chunk_map.marked == {"skill:react-components"}
-        table.highlight("entity:node")  # declared and linked only in backend.md
-        await pilot.pause()
-        assert tree.related == {folder / "backend.md"}
-        assert chunk_map.marked == frozenset()
-        table.highlight("entity:js")
-        await pilot.pause()
-        assert tree.related == {folder / "frontend.md", folder / "backend.md"}
