@@ -58,6 +58,14 @@ async def merge_js(app: WorkbenchApp, pilot) -> None:
     assert MERGED in app.session.document(app.folder / "frontend.md").text
 
 
+async def merge_js_by_api(app: WorkbenchApp, pilot) -> None:
+    """The same merge as ``merge_js``, applied as the Entities view applies it, without walking the
+    view (for tests of saving and sessions, which never look at it)."""
+    app.screen.editing.apply("Merged", lambda: app.session.run(merge_entities, "entity:javascript", ["entity:js"]))
+    await settle(app, pilot)
+    assert MERGED in app.session.document(app.folder / "frontend.md").text
+
+
 def left_by_a_killed_app(folder: Path) -> None:
     """What an app killed after merging JS into JavaScript leaves: an ended session holding both
     documents' edits. Built through the core API (the first test shows the app journaling them)."""
@@ -206,7 +214,7 @@ async def test_saves_over_a_changed_file_or_during_an_edit_lose_nothing_and_one_
     notified = notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         screen = await started(app, pilot)
-        await merge_js(app, pilot)
+        await merge_js_by_api(app, pilot)
         merged_front = app.session.document(folder / "frontend.md").text
 
         # 0. A save over a file changed on disk writes nothing and keeps the edits.
@@ -379,7 +387,7 @@ async def test_a_second_app_never_offers_a_running_app_s_edits_and_offers_them_o
             await started(app, pilot)
             await pilot.pause(0.3)
             assert isinstance(app.screen, WorkbenchScreen)  # no recovery offered: the other app runs
-            await merge_js(app, pilot)
+            await merge_js_by_api(app, pilot)
             await journaled(folder, pilot, 3)  # the other app's entry and our two
             ours = app.journal.journal.session
             assert ours != other and ours.parent == other.parent
