@@ -62,7 +62,7 @@ def screen_text(app: WorkbenchApp) -> str:
     return app.export_screenshot().replace("&#160;", " ")
 
 
-# ---------------------------------------------------------------- the help screen, then the contextualize dialog
+# ---------------------------------------------------------------- the help screen, the contextualize and quit dialogs
 
 
 async def help_groups(app: WorkbenchApp, pilot) -> dict[str, list[tuple[str, str, bool]]]:
@@ -93,13 +93,52 @@ async def contextualize_dialog(app: WorkbenchApp, pilot, document: str | None = 
     return app.screen
 
 
+# ---------------------------------------------------------------- the quit dialog
+
+
+async def edited(app: WorkbenchApp, pilot) -> WorkbenchScreen:
+    screen = await started(app, pilot)
+    screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
+    await pilot.pause()
+    assert app.session.dirty_paths
+    return screen
+
+
+async def quit_dialog_n_escape_fit_then_enter_saves(app: WorkbenchApp, pilot) -> None:
+    """After an edit of frontend.md: n and escape stay, the dialog fits 80 columns, Enter saves then quits."""
+    screen = await edited(app, pilot)
+    # n and escape stay, the edit kept.
+    for key in ("n", "escape"):
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitScreen), key
+        await pilot.press(key)
+        await pilot.pause()
+        assert app.is_running and app.screen is screen and app.session.dirty_paths, key
+    # At 80 columns the dialog and all three buttons fit.
+    await pilot.press("q")
+    await pilot.pause()
+    dialog = app.screen
+    assert isinstance(dialog, QuitScreen) and isinstance(dialog, ConfirmScreen)
+    dialog_region = dialog.query_one("#dialog").region
+    assert dialog_region.right <= SMALL[0]
+    for button in dialog.query("Button"):
+        assert button.region.right <= dialog_region.right  # all three buttons fit at 80 columns
+    # "Save and quit" is offered and focused: Enter saves, then quits.
+    assert "Save and quit" in screen_text(app)
+    assert dialog.focused is dialog.query_one("#save")  # Enter saves: the answer that loses nothing
+    await pilot.press("enter")
+    await until(pilot, lambda: not app.is_running, timeout=10)
+
+
 CLASS_NAMES = ("SummaryPane", "SummaryTree", "WorkbenchScreen", "WorkbenchApp", "EntityTable", "ClusterList",
                "DocumentTree", "ChunkMap", "ChunkPreview", "DiagnosisPane")
 
 
-async def test_help_in_the_entities_and_summary_then_the_contextualize_dialog(folder):
-    """One App walks the help screen's cases, then the dialog's; no model job runs until the last
-    case (y), so the help screen's "Cancel job" is dimmed and every ctrl+k opens the dialog."""
+async def test_help_in_the_entities_and_summary_then_the_contextualize_and_quit_dialogs(folder):
+    """One App walks the help screen's cases, then the contextualize dialog's: no model job runs
+    until its last case (y), so the help screen's "Cancel job" is dimmed and every ctrl+k opens the
+    dialog; once that job is done, the quit dialog's n, escape, fit and Enter (which quits)."""
     (folder / "bare.md").write_text(RUNBOOK.replace('    context: "', '    note: "'), encoding="utf-8")
     fake = StreamingNotesBackend()
     app = WorkbenchApp(folder, backend_factory=lambda settings: fake)
@@ -191,16 +230,15 @@ async def test_help_in_the_entities_and_summary_then_the_contextualize_dialog(fo
         assert not isinstance(app.screen, ContextualizeScreen)
         assert [j.kind for j in jobs] == ["contextualize"]
 
+        # The quit dialog, at 80x24, once the job is done (it left the runbook edited).
+        await until(pilot, lambda: app.job is None, timeout=30)
+        await pilot.resize_terminal(*SMALL)
+        assert tuple(app.size) == SMALL
+        await quit_dialog_n_escape_fit_then_enter_saves(app, pilot)
+    assert "ReactJS" in (folder / "frontend.md").read_text(encoding="utf-8")
 
-# ---------------------------------------------------------------- the quit dialog
 
-
-async def edited(app: WorkbenchApp, pilot) -> WorkbenchScreen:
-    screen = await started(app, pilot)
-    screen.editing.apply("Aliases", lambda: app.session.run(add_alias, "entity:react", "ReactJS"))
-    await pilot.pause()
-    assert app.session.dirty_paths
-    return screen
+# ---------------------------------------------------------------- the quit dialog, on its own: each ends by quitting
 
 
 async def test_save_and_quit_by_s(folder):
@@ -237,32 +275,3 @@ async def test_a_failed_save_keeps_the_app_open_and_says_why(folder, monkeypatch
         await pilot.press("y")
         await pilot.pause()
         assert not app.is_running
-
-
-async def test_quit_dialog_n_and_escape_stay_it_fits_80_columns_and_enter_saves_then_quits(folder):
-    app = WorkbenchApp(folder)
-    async with app.run_test(size=SMALL) as pilot:
-        screen = await edited(app, pilot)
-        # n and escape stay, the edit kept.
-        for key in ("n", "escape"):
-            await pilot.press("q")
-            await pilot.pause()
-            assert isinstance(app.screen, QuitScreen), key
-            await pilot.press(key)
-            await pilot.pause()
-            assert app.is_running and app.screen is screen and app.session.dirty_paths, key
-        # At 80 columns the dialog and all three buttons fit.
-        await pilot.press("q")
-        await pilot.pause()
-        dialog = app.screen
-        assert isinstance(dialog, QuitScreen) and isinstance(dialog, ConfirmScreen)
-        dialog_region = dialog.query_one("#dialog").region
-        assert dialog_region.right <= SMALL[0]
-        for button in dialog.query("Button"):
-            assert button.region.right <= dialog_region.right  # all three buttons fit at 80 columns
-        # "Save and quit" is offered and focused: Enter saves, then quits.
-        assert "Save and quit" in screen_text(app)
-        assert dialog.focused is dialog.query_one("#save")  # Enter saves: the answer that loses nothing
-        await pilot.press("enter")
-        await until(pilot, lambda: not app.is_running, timeout=10)
-    assert "ReactJS" in (folder / "frontend.md").read_text(encoding="utf-8")
