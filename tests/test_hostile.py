@@ -371,10 +371,12 @@ async def test_every_view_a_merge_a_fix_and_a_save_in_the_hostile_folder(hostile
             rows = [" ".join(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
             assert any("file-not-regular" in r and f"{reason}, not read" in r for r in rows), (name, rows)
         # Every document through the tree, each in a view (in turn Source, Chunks, Entities,
-        # Diagnosis, Summary); the oddest ones (below) in every view and with the overview toggled.
+        # Diagnosis, Summary); the oddest ones (below) in every view and with the overview toggled,
+        # the good ones (frontend.md, cache.md) in the Entities and Diagnosis views of the merge
+        # and the fix further down.
         oddest = ("odd-ids.md", "nested.md")
         for i, rel in enumerate(sorted(listed)):
-            if rel in oddest:
+            if rel in oddest or rel in ("frontend.md", "cache.md"):
                 continue
             await open_document(app, pilot, rel)
             await pilot.press("12345"[i % 5])
