@@ -296,10 +296,12 @@ async def test_the_summary_tab_through_finished_and_running_jobs(folder, monkeyp
         assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["done"] * 3
 
         # (6) a rejected answer is retried, then the node is flagged failed (an untouched copy)
-        fake.script = ["", ""]  # the first scene: empty twice
         pane = await open_summary(app, pilot, "novels/failed.txt")
+        fake.script = ["", ""]  # the first scene: empty twice
+        calls = fake.calls
         await summarize(app, pilot, pane, "c1")
-        assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["failed", "done", "done"]
+        assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["failed", "done", "done"], \
+            (fake.calls - calls, fake.script, pane.path, pane.tree.views["c1.s1"])
         assert label_of(pane.tree, "c1.s1").startswith("✗ Scene 1 ⚑")
         await move_to(pilot, pane.tree, "c1.s1")
         assert "Failed" in pane.summary_text and "rejected: empty answer" in pane.summary_text
