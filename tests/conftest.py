@@ -60,11 +60,14 @@ UI_FILES = {
 # Real processes, terminals, servers, wheel builds: seconds each.
 SLOW_FILES = {"test_serve.py", "test_crash_guard.py", "test_packaging.py", "test_probe.py", "test_chunker_properties.py"}
 # The real bundled model (llama.cpp in process or behind llama_cpp.server) or the real embedder.
-MODEL_FILES = {"test_llama_real.py", "test_openai_backend.py"}
+# (test_openai_backend.py's fake-socket tests are plain tests; its real-server ones are marked by `server`.)
+MODEL_FILES = {"test_llama_real.py"}
 # Module-scoped fixtures that load a model, start a server or build a wheel: their tests share one
 # xdist worker (--dist loadgroup), so each is built once per run, not once per worker.
 SHARED_FIXTURES = {"llama", "llm", "real_backend", "server", "embedder", "wheel", "served"}
-MODEL_FIXTURES = {"llama", "llm", "real_backend", "server", "embedder"}
+MODEL_FIXTURES = {"llama", "llm", "real_backend", "server", "embedder", "bundled_gguf", "bundled_llama"}
+# Session-scoped model fixtures (below): every test using one goes to the same xdist group.
+SESSION_MODEL_FIXTURES = {"bundled_gguf", "bundled_llama"}
 
 
 def _source(item: pytest.Item) -> str:
@@ -91,7 +94,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if name in MODEL_FILES or fixtures & MODEL_FIXTURES or _uses_the_real_model(item):
             item.add_marker(pytest.mark.model)
         shared = sorted(fixtures & SHARED_FIXTURES)
-        if shared:
+        if fixtures & SESSION_MODEL_FIXTURES:
+            item.add_marker(pytest.mark.xdist_group("bundled-model"))
+        elif shared:
             item.add_marker(pytest.mark.xdist_group(f"{item.path.stem}-{shared[0]}"))
 
 
@@ -119,3 +124,38 @@ def held_session(folder: Path):
     session = Session(folder)
     session.adopt(Workspace.load(folder))
     return session
+
+
+# ---------------------------------------------------------------- the real bundled model, once per session
+@pytest.fixture(scope="session")
+def model_hashes(tmp_path_factory):
+    """One file-hash cache for the session: the 250 MB model is hashed once, not once per backend."""
+    from ctxfst_tui.core.llm import CompletionCache
+
+    return CompletionCache(tmp_path_factory.mktemp("model-hashes") / "hashes.sqlite")
+
+
+@pytest.fixture(scope="session")
+def bundled_gguf(model_hashes):
+    """The bundled Gemma 3 270M GGUF (assembled and its sha256 checked once), after its self-test in
+    a child: a native crash fails the tests using it, not the run."""
+    from real_model import trusted
+
+    from ctxfst_tui.core.llm.bundled import bundled_model_path
+
+    return trusted(bundled_model_path(), model_hashes)
+
+
+@pytest.fixture(scope="session")
+def bundled_llama(bundled_gguf, model_hashes):
+    """The bundled model loaded in-process once per session (no completion cache: every call reaches
+    llama.cpp; wrap it in a fresh ``CachedBackend`` to test caching). Context 2048, 2 threads,
+    temperature 0 (the defaults): outputs do not depend on what ran before (``LlamaBackend._prefill``)."""
+    from real_model import trusted
+
+    from ctxfst_tui.core.llm.llama import LlamaBackend
+
+    backend = trusted(LlamaBackend(n_ctx=2048, n_threads=2, max_tokens=32, hash_cache=model_hashes))
+    backend.load()
+    yield backend
+    backend.close()

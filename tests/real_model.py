@@ -20,12 +20,13 @@ def require_llama() -> None:
         pytest.skip("llama_cpp is not installed")
 
 
-def trusted(model: Any) -> Any:
-    """``model`` (a GGUF path or a backend with ``self_test``) once its self-test passed; else fail."""
+def trusted(model: Any, hash_cache: Any = None) -> Any:
+    """``model`` (a GGUF path or a backend with ``self_test``) once its self-test passed; else fail.
+    ``hash_cache`` (a ``CompletionCache``) keeps a GGUF path's sha256 for the next call."""
     require_llama()
     try:
         if isinstance(model, (str, Path)):
-            ensure_trusted(Path(model))
+            ensure_trusted(Path(model), hash_cache=hash_cache)
         else:
             getattr(model, "inner", model).self_test()
     except ModelUnavailable as exc:

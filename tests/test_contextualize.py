@@ -346,16 +346,10 @@ def test_several_chunks_in_flight_keep_document_order():
 # ---------------------------------------------------------------- the real bundled model
 
 
-@pytest.fixture(scope="module")
-def real_backend(tmp_path_factory):
-    from real_model import require_llama, trusted
-
-    require_llama()
-    from ctxfst_tui.core.llm.llama import LlamaBackend
-
-    cache = CompletionCache(tmp_path_factory.mktemp("cache") / "completions.sqlite")
-    llama = LlamaBackend(n_ctx=1024, n_threads=2, hash_cache=cache)
-    return trusted(CachedBackend(llama, cache))  # its self-test first: a native crash fails the test, not the run
+@pytest.fixture
+def real_backend(bundled_llama, tmp_path):
+    """The session's in-process bundled model (self-tested first) behind a fresh completion cache."""
+    return CachedBackend(bundled_llama, CompletionCache(tmp_path / "completions.sqlite"))
 
 
 @pytest.mark.timeout(900)  # the default 300 s was reached on two cores shared at load 7 (measured)
@@ -384,13 +378,10 @@ def test_real_model_contextualizes_a_small_document(real_backend, tmp_path):
     assert again.notes == report.notes and [r.status for r in again.results] == [r.status for r in report.results]
 
 
-def test_real_model_context_overflow_is_reported(tmp_path):
-    from real_model import require_llama, trusted
-
-    require_llama()
+def test_real_model_context_overflow_is_reported(bundled_gguf, model_hashes):
     from ctxfst_tui.core.llm.llama import LlamaBackend
 
-    llama = trusted(LlamaBackend(n_ctx=256, n_threads=2, hash_cache=CompletionCache(tmp_path / "c.sqlite")))
+    llama = LlamaBackend(bundled_gguf, n_ctx=256, n_threads=2, hash_cache=model_hashes)
     report = contextualize(_doc(), llama, ContextualizeOptions(chunk_ids=["ops:deploy"], fail_fast=True))
     r = report.results[0]
     assert r.status == "failed" and "context overflow" in r.reason and "--document-max-chars" in r.reason

@@ -202,15 +202,10 @@ def test_unreadable_document():
     assert not props.entities and props.dropped
 
 
-def test_real_model_entity_pass(tmp_path):
-    from real_model import require_llama, trusted
-
-    require_llama()
+def test_real_model_entity_pass(tmp_path, bundled_llama):
     from ctxfst_tui.core.llm import CachedBackend, CompletionCache
-    from ctxfst_tui.core.llm.llama import LlamaBackend
 
-    cache = CompletionCache(tmp_path / "c.sqlite")
-    backend = trusted(CachedBackend(LlamaBackend(n_ctx=1024, n_threads=2, hash_cache=cache), cache))
+    backend = CachedBackend(bundled_llama, CompletionCache(tmp_path / "c.sqlite"))  # a fresh cache: the model answers
     doc = Document.from_text(DOC)
     props = extract_entities(doc, backend)
     assert props.model_calls == 3 and not props.model_errors

@@ -4,16 +4,17 @@ from __future__ import annotations
 import pytest
 
 from ctxfst_tui.core.llm.bundled import bundled_model_path
-from real_model import require_llama, trusted
+from real_model import require_llama
 
 
 @pytest.fixture(scope="module")
-def llm():
+def llm(bundled_gguf):  # self-tested first (tests/conftest.py): a native crash fails these tests, not the run
     require_llama()
-    path = trusted(bundled_model_path())  # its self-test first: a native crash fails these tests, not the run
     import llama_cpp
 
-    return llama_cpp.Llama(model_path=str(path), n_ctx=512, n_threads=2, verbose=False, seed=0)
+    llm = llama_cpp.Llama(model_path=str(bundled_gguf), n_ctx=512, n_threads=2, verbose=False, seed=0)
+    yield llm
+    llm.close()
 
 
 def test_bundled_model_assembles_with_checked_hash():

@@ -2,7 +2,9 @@
 its failure paths, streaming cancellation, the one-lock-per-model rule and the completion cache."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
 import threading
 import time
 
@@ -20,7 +22,6 @@ from ctxfst_tui.core.llm import (
 )
 
 from fakes import CountingBackend  # noqa: E402
-from real_model import trusted  # noqa: E402
 
 if importlib.util.find_spec("llama_cpp") is None:  # found, not imported: the self-test runs llama.cpp first
     pytest.skip("llama_cpp is not installed", allow_module_level=True)
@@ -34,12 +35,10 @@ GEMMA_CHAT = (
 )
 
 
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory) -> LlamaBackend:
-    cache = CompletionCache(tmp_path_factory.mktemp("hashes") / "c.sqlite")
-    b = trusted(LlamaBackend(n_ctx=1024, n_threads=2, max_tokens=32, hash_cache=cache))  # a crash fails, not kills
-    b.load()
-    return b
+@pytest.fixture
+def llama(bundled_llama) -> LlamaBackend:
+    """The session's in-process bundled model (tests/conftest.py: context 2048, 2 threads, self-tested first)."""
+    return bundled_llama
 
 
 # ---------------------------------------------------------------- real llama.cpp calls
@@ -68,14 +67,14 @@ def test_stop_sequences_and_streamed_tokens(llama):
 def test_count_tokens_and_info(llama):
     assert llama.count_tokens("hello world") >= 2
     info = llama.info()
-    assert info["backend"] == "llama" and info["context_size"] == 1024 and info["threads"] == 2 and info["loaded"]
+    assert info["backend"] == "llama" and info["context_size"] == 2048 and info["threads"] == 2 and info["loaded"]
 
 
 def test_context_overflow_is_a_clear_error(llama):
     with pytest.raises(ContextOverflow) as exc:
-        llama.complete("word " * 1500, max_tokens=16)
+        llama.complete("word " * 2500, max_tokens=16)
     msg = str(exc.value)
-    assert "context" in msg and "1024" in msg and "--document-max-chars" in msg
+    assert "context" in msg and "2048" in msg and "--document-max-chars" in msg
     assert "\n" not in msg
     # the instance still works afterwards
     assert llama.complete(PROMPT, max_tokens=4).text
@@ -124,20 +123,44 @@ def test_one_lock_per_model_serialises_threads(llama):
 
 
 def test_waiting_for_the_lock_honours_cancel(llama):
-    cancel = threading.Event()
-    llama._lock.acquire()
+    # a long generation in another thread holds the model; a second call waits for it, and its
+    # cancel ends the wait while the first still runs (its tokens keep coming)
+    first_cancel, first_started = threading.Event(), threading.Event()
+    first_pieces: list[str] = []
+    first_error: list[BaseException] = []
+
+    def on_first_token(piece: str) -> None:
+        first_pieces.append(piece)
+        first_started.set()
+
+    def first() -> None:
+        try:
+            llama.complete("1, 2, 3, 4, 5, 6, 7,", max_tokens=600, on_token=on_first_token, cancel=first_cancel)
+        except BaseException as exc:
+            first_error.append(exc)
+
+    runner = threading.Thread(target=first)
+    runner.start()
     try:
+        assert first_started.wait(30), "the first call streamed nothing"
+        cancel = threading.Event()
+        second_pieces: list[str] = []
         threading.Timer(0.2, cancel.set).start()
         t0 = time.perf_counter()
         with pytest.raises(Cancelled):
-            llama.complete(PROMPT, max_tokens=4, cancel=cancel)
-        assert time.perf_counter() - t0 < 1.0
+            llama.complete(PROMPT, max_tokens=4, cancel=cancel, on_token=second_pieces.append)
+        waited = time.perf_counter() - t0
+        assert waited < 1.0, f"the cancelled wait took {waited:.2f} s"
+        assert runner.is_alive() and not second_pieces, "the second call ran beside the first"
     finally:
-        llama._lock.release()
+        first_cancel.set()
+        runner.join(30)
+    assert len(first_error) == 1 and isinstance(first_error[0], Cancelled)
+    assert llama.complete(PROMPT, max_tokens=4).text  # the lock was released by both
 
 
-def test_chat_template_is_used_when_the_model_has_one(tmp_path):
-    b = LlamaBackend(n_ctx=512, n_threads=2, chat_template=GEMMA_CHAT, hash_cache=CompletionCache(tmp_path / "c.sqlite"))
+def test_chat_template_is_used_when_the_model_has_one(bundled_gguf, model_hashes):
+    b = LlamaBackend(bundled_gguf, n_ctx=512, n_threads=2, chat_template=GEMMA_CHAT, hash_cache=model_hashes)
     assert b.chat is True
     c = b.complete("Say hello.", max_tokens=8)
     assert c.prompt_tokens > b.count_tokens("Say hello.") + 3  # the template's turn markers were added
@@ -238,11 +261,19 @@ def test_file_hash_is_cached_by_mtime_and_size(tmp_path):
     f = tmp_path / "m.gguf"
     f.write_bytes(b"GGUF one")
     h1 = cache.file_sha256(f)
+    assert h1 == hashlib.sha256(b"GGUF one").hexdigest() and cache.file_sha256(f) == h1
+    # other bytes with the same size and mtime: the kept hash is served (the file is not read again),
+    # also by a new cache object on the same file (the hash is stored)
+    st = f.stat()
+    f.write_bytes(b"GGUF owe")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert cache.file_sha256(f) == h1
-    row = cache._db().execute("SELECT sha256 FROM file_hashes").fetchone()
-    assert row[0] == h1
-    f.write_bytes(b"GGUF two!")
-    assert cache.file_sha256(f) != h1
+    assert CompletionCache(tmp_path / "c.sqlite").file_sha256(f) == h1
+    f.write_bytes(b"GGUF two!")  # another size: hashed again
+    assert cache.file_sha256(f) == hashlib.sha256(b"GGUF two!").hexdigest()
+    f.write_bytes(b"GGUF ow!!")  # the same size, another mtime: hashed again
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000))
+    assert cache.file_sha256(f) == hashlib.sha256(b"GGUF ow!!").hexdigest()
 
 
 def test_env_var_moves_the_default_cache(tmp_path, monkeypatch):

