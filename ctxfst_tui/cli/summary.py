@@ -7,9 +7,12 @@ Usage::
 
 A summary run prints progress on stderr, saves ``NOVEL.summary.json`` beside the manuscript
 (or ``--store PATH``) as it goes, and ends with one line of counts
-(``nodes N, model calls N, cache hits N, failed N``) — on stdout when the tree goes to a
-file, on stderr when the tree itself is printed. Exit status: 0, 1 when a node failed or
-the model could not be used, 2 for bad input, 130 when interrupted (run again to resume).
+(``nodes N, model calls N, cache hits N, failed N``, then ``, extractive N`` when N nodes got an
+extractive summary: their model answers were all rejected, so they hold their own sentences,
+``"extractive": true`` in the JSON) — on stdout when the tree goes to a file, on stderr when the
+tree itself is printed. Exit status: 0 (extractive nodes included: every node has a summary),
+1 when a node has no summary or the model could not be used, 2 for bad input, 130 when
+interrupted (run again to resume).
 Errors are one line on stderr: ``ctxfst-tui: ...``.
 """
 from __future__ import annotations
@@ -125,7 +128,7 @@ def run_summarize_cli(args: argparse.Namespace, *, backend: Any = None, cancel: 
     def progress(p: SummaryProgress) -> None:
         if quiet or p.status == "running":
             return
-        flag = ""
+        flag = " (extractive)" if p.extractive else ""
         print(f"[{p.index}/{p.total}] {p.node_id} {p.title}: {p.status}{flag} "
               f"(calls {p.model_calls}, cached {p.cache_hits}, reused {p.reused}, ETA {_fmt_seconds(p.eta)})",
               file=sys.stderr, flush=True)

@@ -361,13 +361,14 @@ class SummaryNodeView:
     span: tuple[int, int] = (0, 0)
     children: tuple[str, ...] = ()
     front_matter: bool = False
+    extractive: bool = False  # the summary is the node's own sentences (the model's answers were rejected)
 
 
 def node_view(node: Node) -> SummaryNodeView:
     start = node.heading[0] if node.heading is not None else node.start
     return SummaryNodeView(node.id, node.kind, node.title, node.words, node.status, node.summary, tuple(node.flags),
                            tuple(node.rejected), (min(start, node.start), node.end), tuple(c.id for c in node.children),
-                           node.front_matter)
+                           node.front_matter, node.extractive)
 
 
 @dataclass(frozen=True)

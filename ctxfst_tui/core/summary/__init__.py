@@ -7,6 +7,8 @@
   Markdown rendering.
 * :mod:`.summarizer` — recursive, context-aware summaries with a dynamic tree when inputs
   exceed the context window, a quality gate with one retry, hashes for incremental runs.
+* :mod:`.extractive` — the stand-in when both answers are rejected: the node's own most
+  informative sentences (TF-IDF and names), so no summary is ever empty.
 * :mod:`.store` — ``NOVEL.summary.json`` beside the manuscript; :mod:`.session` ties a
   manuscript, its store and a run together (``ctxfst-tui summarize`` is ``ctxfst_tui.cli.summary``).
 """

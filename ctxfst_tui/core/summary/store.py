@@ -7,6 +7,11 @@ under a name made from the manuscript's path (:func:`store_path` says which).
 :func:`apply_stored` lays a stored tree over a freshly segmented manuscript for display:
 nodes are matched by id; a stored summary whose node's source changed since is shown with
 status ``stale``; a node that was ``running`` when the run stopped is ``pending`` again.
+
+An extractive summary (the node's own sentences, after every model answer was rejected) is a
+``done`` node with ``"extractive": true``; the key is absent otherwise, so stores written before
+it existed load unchanged (their nodes are model summaries or ``failed``). The format version
+stays 1: the key is additive.
 """
 from __future__ import annotations
 
@@ -142,6 +147,7 @@ def _copy(node: Node, d: dict[str, Any]) -> None:
     node.input_hash = d.get("input_hash") if isinstance(d.get("input_hash"), str) else None
     node.groups = [g for g in d.get("groups") or [] if isinstance(g, dict)]
     node.rejected = [str(r) for r in d.get("rejected") or []]
+    node.extractive = d.get("extractive") is True and node.summary is not None
     status = d.get("status") if d.get("status") in ("done", "failed", "pending", "stale") else "pending"
     if d.get("source_hash") != node.source_hash and (node.summary or status in ("done", "failed")):
         status = "stale"

@@ -15,9 +15,13 @@ Nothing is truncated.
 
 Quality gate (:func:`~.prompts.check_answer`): empty answers, echoes of the source or of the
 prompt, and answers over the word limit are retried once with a tighter prompt; a second
-failure is flagged on the node (an over-limit answer is then kept cut to the limit at a
-sentence boundary; the others leave the node ``failed``, and its parent merges the child's
-source extracts only).
+failure is flagged on the node: an over-limit answer is then kept cut to the limit at a
+sentence boundary; a merge whose children have summaries joins them (``merge_fallback``);
+otherwise the node gets an *extractive* summary (``extractive_fallback``, :mod:`.extractive`):
+its own most informative sentences, names kept, within the word limit, in source order — a
+``done`` node with ``extractive`` set and a flag saying so. Its parent merges it like any
+summary, so summaries are never empty; ``failed`` is left for a node with no text at all (or
+with the stand-in turned off). ``SummaryReport.extractive`` counts them.
 
 Incremental: each node's ``input_hash`` covers everything its prompt is made from (text,
 context, children's summaries and extracts, limits, prompt version, model). A node whose
@@ -33,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ctxfst_tui.core.llm.base import Cancelled, ContextOverflow, ModelError
+from ctxfst_tui.core.summary.extractive import extractive_summary
 from ctxfst_tui.core.summary.prompts import (PROMPT_VERSION, MergeItem, Prompt, Verdict, check_answer, context_before, joined_summaries,
                       merge_prompt, scene_prompt, subject_of)
 from ctxfst_tui.core.summary.text import first_sentences, last_sentences, lower_vocabulary, sha
@@ -60,6 +65,7 @@ class SummarySettings:
     max_chapters: int | None = None  # summarize only the first N chapters (and the book from them)
     merge_fallback: bool = True  # a merge rejected twice: join the children's summaries instead (flagged)
     subject_prefix: bool = True  # few-shot answers start with the main character ("The narrator", "Mrs. Bennet")
+    extractive_fallback: bool = True  # both answers rejected: the node's own sentences instead of no summary (flagged)
 
     def limit(self, kind: str) -> int:
         return {"scene": self.scene_words, "chapter": self.chapter_words, "part": self.part_words,
@@ -69,10 +75,13 @@ class SummarySettings:
         return dict(self.__dict__)
 
     def hash_params(self, style: str) -> dict[str, Any]:
-        return {"v": PROMPT_VERSION, "style": style, "temperature": self.temperature, "tpw": self.tokens_per_word,
-                "retry": self.retry, "ground": self.ground_names, "echo": self.echo_threshold,
-                "ctx": self.context_sentences, "extract": self.extract_sentences,
-                "fallback": self.merge_fallback, "subject": self.subject_prefix}
+        params = {"v": PROMPT_VERSION, "style": style, "temperature": self.temperature, "tpw": self.tokens_per_word,
+                  "retry": self.retry, "ground": self.ground_names, "echo": self.echo_threshold,
+                  "ctx": self.context_sentences, "extract": self.extract_sentences,
+                  "fallback": self.merge_fallback, "subject": self.subject_prefix}
+        if not self.extractive_fallback:  # only when off, so the hashes of stores made before it stay valid
+            params["extractive"] = False
+        return params
 
 
 @dataclass
@@ -109,6 +118,7 @@ class SummaryProgress:
     model_calls: int
     cache_hits: int
     reused: int
+    extractive: bool = False  # the node ended with an extractive summary
 
 
 ProgressCallback = Callable[[SummaryProgress], None]
@@ -121,6 +131,7 @@ class SummaryReport:
     model_calls: int = 0
     cache_hits: int = 0
     failed: int = 0
+    extractive: int = 0  # nodes of the run whose summary is extractive (computed now or reused)
     reused: int = 0
     computed: int = 0
     cancelled: bool = False
@@ -129,11 +140,13 @@ class SummaryReport:
     calls: list[CallRecord] = field(default_factory=list)
 
     def counts_line(self) -> str:
-        return f"nodes {self.nodes}, model calls {self.model_calls}, cache hits {self.cache_hits}, failed {self.failed}"
+        """``nodes N, model calls N, cache hits N, failed N`` and, when some are, ``, extractive N``."""
+        line = f"nodes {self.nodes}, model calls {self.model_calls}, cache hits {self.cache_hits}, failed {self.failed}"
+        return line + (f", extractive {self.extractive}" if self.extractive else "")
 
     def to_json(self) -> dict[str, Any]:
         return {"nodes": self.nodes, "model_calls": self.model_calls, "cache_hits": self.cache_hits,
-                "failed": self.failed, "reused": self.reused, "computed": self.computed,
+                "failed": self.failed, "extractive": self.extractive, "reused": self.reused, "computed": self.computed,
                 "cancelled": self.cancelled, "error": self.error, "elapsed": round(self.elapsed, 3)}
 
 
@@ -157,10 +170,12 @@ def memo_from_tree(tree: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     def rec(d: dict[str, Any]) -> None:
         h = d.get("input_hash")
         if h and d.get("status") == "done" and isinstance(d.get("summary"), str):
-            memo[h] = {"summary": d["summary"], "flags": list(d.get("flags") or []), "groups": d.get("groups") or []}
+            memo[h] = {"summary": d["summary"], "flags": list(d.get("flags") or []), "groups": d.get("groups") or [],
+                       "extractive": d.get("extractive") is True}
         for g in d.get("groups") or []:
             if g.get("hash") and g.get("status") == "done" and isinstance(g.get("summary"), str):
-                memo[g["hash"]] = {"summary": g["summary"], "flags": list(g.get("flags") or []), "groups": []}
+                memo[g["hash"]] = {"summary": g["summary"], "flags": list(g.get("flags") or []), "groups": [],
+                                   "extractive": g.get("extractive") is True}
         for c in d.get("children") or []:
             if isinstance(c, dict):
                 rec(c)
@@ -284,6 +299,8 @@ class Summarizer:
                 remaining_work = max(0, remaining_work - 1)
             if node.status == "failed":
                 report.failed += 1
+            elif node.status == "done" and node.extractive:
+                report.extractive += 1
             if on_node:
                 on_node(node)
             if progress:
@@ -301,7 +318,8 @@ class Summarizer:
         if report.computed:
             eta = compute_seconds / report.computed * remaining_work
         return SummaryProgress(index, total, node.id, node.title, node.kind, node.status, time.perf_counter() - t0, eta,
-                               report.model_calls, report.cache_hits, report.reused)
+                               report.model_calls, report.cache_hits, report.reused,
+                               node.status == "done" and node.extractive)
 
     def _predict_reuse(self, ms: Manuscript, nodes: list[Node], memo: dict, prev_of: dict, restrict) -> set[int]:
         """Nodes expected to be reused (for the ETA): scenes whose hash is known, parents of only such scenes."""
@@ -356,6 +374,7 @@ class Summarizer:
         node.flags = []
         node.rejected = []
         node.stats = {}
+        node.extractive = False
         limit = self.settings.limit("scene")
         where = self._where(ms, node)
         source = before + "\n" + text
@@ -367,6 +386,8 @@ class Summarizer:
         if self._fits(make(text, before)):
             summary, flags, rejected, ok = self._generate(node.id, "scene", lambda tight: make(text, before, tight),
                                                           limit, source, source, vocab, report)
+            self._finish(node, summary, flags, rejected, ok, stand_in=(text, "scene"))
+            return
         else:
             # too long for the window: summarize pieces that fit, then merge them
             pieces = self._split_to_fit(text, lambda t: make(t, before))
@@ -381,6 +402,9 @@ class Summarizer:
                                                      limit, source, piece + "\n" + prev_piece, vocab, report)
                     got = {"hash": ghash, "kind": "piece", "summary": s if okp else None, "flags": fl,
                            "status": "done" if okp else "failed", "words": count_words(piece)}
+                    ext = None if okp or not self.settings.extractive_fallback else extractive_summary(piece, limit)
+                    if ext is not None:
+                        got.update(summary=ext.text, status="done", extractive=True, flags=fl + [ext.describe("piece")])
                 node.groups.append(got)
                 items.append(MergeItem(f"Part {j}", got.get("summary"), first_sentences(piece, 1), last_sentences(piece, 1)))
                 prev_piece = context_before(piece, self.settings.context_sentences)
@@ -388,7 +412,7 @@ class Summarizer:
             summary, fl2, rejected, ok = self._merge_items(node, items, "scene", "part", node.title, limit, source,
                                                            vocab, memo, report)
             flags += fl2
-        self._finish(node, summary, flags, rejected, ok)
+        self._finish(node, summary, flags, rejected, ok, stand_in=(text, "scene"))
 
     def _split_to_fit(self, text: str, make: Callable[[str], Prompt]) -> list[str]:
         """Cut ``text`` between paragraphs (sentences, words as a last resort) into pieces whose prompts fit."""
@@ -447,6 +471,7 @@ class Summarizer:
         node.flags = []
         node.rejected = []
         node.stats = {}
+        node.extractive = False
         flags: list[str] = []
         total_kids = [c for c in node.children if not c.front_matter]
         if len(kids) < len(total_kids):
@@ -462,12 +487,13 @@ class Summarizer:
             summary = kids[0].summary
             node.stats = {"copied_from": kids[0].id}
             self._finish(node, summary, flags + list(kids[0].flags), [], True)
+            node.extractive = kids[0].extractive
             return
         source = ms.source_text(node) if not self.settings.max_chapters else "\n\n".join(ms.source_text(k) for k in kids)
         vocab = self._vocab(node, source)
         summary, fl, rejected, ok = self._merge_items(node, items, kind, self._child_word(kids), node.title, limit, source,
                                                       vocab, memo, report)
-        self._finish(node, summary, flags + fl, rejected, ok)
+        self._finish(node, summary, flags + fl, rejected, ok, stand_in=(source, kind))
 
     @staticmethod
     def _child_word(kids: list[Node]) -> str:
@@ -608,12 +634,25 @@ class Summarizer:
         node.flags = list(got.get("flags") or [])
         node.groups = [dict(g) for g in got.get("groups") or []]
         node.status = "done"
+        node.extractive = bool(got.get("extractive"))
         node.rejected = []
         node.stats = {"reused": True}
         report.reused += 1
         return True
 
-    def _finish(self, node: Node, summary: str | None, flags: list[str], rejected: list[str], ok: bool) -> None:
+    def _finish(self, node: Node, summary: str | None, flags: list[str], rejected: list[str], ok: bool,
+                stand_in: tuple[str, str] | None = None) -> None:
+        """Store the outcome; ``stand_in`` (source text, what it is): the text an extractive summary is
+        taken from when the model gave none (``extractive_fallback``)."""
+        node.extractive = False
+        if not ok and stand_in is not None and self.settings.extractive_fallback:
+            ext = extractive_summary(stand_in[0], self.settings.limit(node.kind))
+            if ext is not None:
+                summary, ok = ext.text, True
+                flags = flags + [ext.describe(stand_in[1])]
+                node.extractive = True
+                node.stats = {**node.stats, "extractive": {"sentences": ext.chosen, "of": ext.of,
+                                                           "names": ext.names}}
         node.summary = summary if ok else None
         node.flags = flags
         node.rejected = rejected

@@ -6,9 +6,15 @@ for an unchanged structure: ``book``, ``p2`` (part 2), ``c14`` (chapter 14, numb
 the whole book), ``c14.s3`` (its third scene), ``s1`` / ``p2.s1`` (scenes directly under
 the book or a part), ``front`` (front matter: title page, contents — kept, not summarized).
 
-Node status: ``pending`` (no summary yet), ``running``, ``done``, ``failed`` (both attempts
-rejected; ``flags`` says why), ``stale`` (a stored summary whose source changed since), and
-``skipped`` for front matter, which is never sent to the model.
+Node status: ``pending`` (no summary yet), ``running``, ``done``, ``failed`` (no summary:
+both attempts rejected and nothing to extract, or the extractive stand-in turned off; ``flags``
+says why), ``stale`` (a stored summary whose source changed since), and ``skipped`` for front
+matter, which is never sent to the model.
+
+A ``done`` node whose model answers were all rejected carries an *extractive* summary instead
+(its own sentences, :mod:`.extractive`): ``extractive`` is True (``"extractive": true`` in the
+JSON, absent otherwise, so trees stored before it load as model summaries), a flag says so, and
+its mark is ``¶`` instead of ``✓`` (:func:`status_mark`). Parents merge it like any summary.
 """
 from __future__ import annotations
 
@@ -19,6 +25,14 @@ from typing import Any, Iterator
 STATUSES = ("pending", "running", "done", "failed", "stale", "skipped")
 KINDS = ("book", "part", "chapter", "scene")
 STATUS_MARKS = {"pending": "·", "running": "…", "done": "✓", "failed": "✗", "stale": "~", "skipped": "-"}
+EXTRACTIVE_MARK = "¶"  # a done node whose summary is its own sentences (the model's answers were rejected)
+
+
+def status_mark(status: str, extractive: bool = False) -> str:
+    """The mark of a node: :data:`STATUS_MARKS`, ``¶`` for a done node with an extractive summary."""
+    if extractive and status == "done":
+        return EXTRACTIVE_MARK
+    return STATUS_MARKS.get(status, "?")
 
 
 @dataclass
@@ -41,6 +55,7 @@ class Node:
     groups: list[dict[str, Any]] = field(default_factory=list)  # intermediate merges (dynamic tree)
     stats: dict[str, Any] = field(default_factory=dict)
     rejected: list[str] = field(default_factory=list)  # texts of rejected attempts (for inspection)
+    extractive: bool = False  # the summary is the node's own sentences (both model answers rejected)
 
     # ------------------------------------------------------------ navigation
     def walk(self) -> Iterator["Node"]:
@@ -83,6 +98,8 @@ class Node:
             "id": self.id, "kind": self.kind, "title": self.title, "words": self.words,
             "start": self.start, "end": self.end, "status": self.status, "summary": self.summary,
         }
+        if self.extractive:
+            out["extractive"] = True
         if self.front_matter:
             out["front_matter"] = True
         if self.heading is not None:
@@ -148,7 +165,7 @@ def outline_text(ms: Manuscript, *, status: bool = False) -> str:
 
     def rec(node: Node, depth: int) -> None:
         for c in node.children:
-            mark = (STATUS_MARKS.get(c.status, "?") + " ") if status else ""
+            mark = (status_mark(c.status, c.extractive) + " ") if status else ""
             extra = " (front matter)" if c.front_matter else ""
             lines.append(f"{'  ' * depth}{mark}{c.title} — {_fmt_words(c.words)}{extra}")
             rec(c, depth + 1)

@@ -3,7 +3,8 @@ and a status mark, and beside the tree the highlighted node's summary and its so
 
 Marks (the core's, as in ``summarize --outline``): ``✓`` done, ``·`` pending, ``…`` running,
 ``✗`` failed, ``~`` stale (the source changed since the summary was made), ``-`` skipped
-(front matter, never sent to the model); ``⚑`` after a title: the node carries flags.
+(front matter, never sent to the model), ``¶`` extractive (the model's answers were rejected, so
+the summary is the node's own sentences); ``⚑`` after a title: the node carries flags.
 
 The pane only renders what the screen hands it (:class:`~..jobs.NovelView` and
 :class:`~..jobs.SummaryNodeView` copies, job progress) and posts intents: ``s`` summarizes the
@@ -29,7 +30,7 @@ from textual.message import Message
 from textual.widgets import Static, TextArea, Tree
 from textual.widgets.tree import TreeNode
 
-from ctxfst_tui.core.summary.tree import STATUS_MARKS, STATUSES
+from ctxfst_tui.core.summary.tree import EXTRACTIVE_MARK, STATUS_MARKS, STATUSES, status_mark
 from ctxfst_tui.services.jobs import Job, JobProgress, NovelView, SummaryNodeView, format_duration
 from ctxfst_tui.ui.widgets.jobs.status import phase_parts, position
 
@@ -62,9 +63,13 @@ class SummaryTree(Tree[str]):
     """The nodes of one novel (data: the node id), drawn from the views the pane hands it."""
 
     COMPONENT_CLASSES = {f"summary-tree--{status}" for status in STATUSES} | {
+        "summary-tree--extractive",
         "summary-tree--words",
         "summary-tree--flag",
     }
+    DEFAULT_CSS = """
+    SummaryTree > .summary-tree--extractive { color: $text-secondary; text-style: bold; }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("Summary tree", data=None, id=id)
@@ -75,6 +80,11 @@ class SummaryTree(Tree[str]):
         self._tree_nodes_by_id: dict[str, TreeNode[str]] = {}
 
     # ------------------------------------------------------------ what the pane hands down
+    @property
+    def extractive_count(self) -> int:
+        """Nodes shown with an extractive summary (``¶``)."""
+        return sum(1 for v in self.views.values() if v.extractive and v.status == "done" and not v.front_matter)
+
     @property
     def current(self) -> SummaryNodeView | None:
         node = self.cursor_node
@@ -174,7 +184,9 @@ class SummaryTree(Tree[str]):
         room -= len(prefix) + 2 + len(flag) + len(words)
         if self.scrollable_content_region.width and title.cell_len > room:
             title.truncate(max(2, room), overflow="ellipsis")
-        parts: list = [(prefix, base_style), (STATUS_MARKS[status] + " ", self._style(status)), title]
+        extractive = view.extractive and status == "done"
+        parts: list = [(prefix, base_style),
+                       (status_mark(status, extractive) + " ", self._style("extractive" if extractive else status)), title]
         if flag:
             parts.append((flag, self._style("flag")))
         parts.append((words, self._style("words")))
@@ -352,6 +364,9 @@ class SummaryPane(Vertical):
             tally = [Content.styled(f"{STATUS_MARKS[s]} {counts[s]} {s}", f"$text-{tone}")
                      for s, tone in (("done", "success"), ("running", "accent"), ("stale", "warning"),
                                      ("failed", "error"), ("pending", "muted")) if counts.get(s)]
+            extractive = self.tree.extractive_count
+            if extractive:  # (among the done ones)
+                tally.insert(1, Content.styled(f"{EXTRACTIVE_MARK} {extractive} extractive", "$text-secondary"))
             line = self._fit_line([head, *tally], ("   ", "  "))
         self.status_text = line.plain.replace("\n", " ")
         self.query_one("#summary-status", Static).update(line)
@@ -404,6 +419,9 @@ class SummaryPane(Vertical):
             lines.append(Content.styled(hint, "$text-muted"))
         elif node.status == "failed":
             lines.append(Content.styled(f"{STATUS_MARKS['failed']} Failed: the model's answers were rejected.", "$text-error bold"))
+        elif node.status == "done" and node.extractive:
+            lines.append(Content.styled(f"{EXTRACTIVE_MARK} Extractive: the model's answers were rejected; these are "
+                                        f"the {node.kind}'s own sentences.", "$text-secondary bold"))
         elif node.status == "stale":
             lines.append(Content.styled(f"{STATUS_MARKS['stale']} Stale: the source changed since this summary was made "
                                         "(s makes it again).", "$text-warning bold"))
@@ -415,7 +433,7 @@ class SummaryPane(Vertical):
         if node.flags:
             lines.append(Content(""))
             lines.extend(Content.styled(f"{FLAG_MARK} {flag}", "$text-warning") for flag in node.flags)
-        if node.rejected and node.status == "failed":
+        if node.rejected and (node.status == "failed" or node.extractive):
             lines.append(Content(""))
             lines.append(Content.styled("Rejected answers:", "$text-muted"))
             lines.extend(Content.styled(f"  {r}", "$text-muted") for r in node.rejected)
