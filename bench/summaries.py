@@ -13,12 +13,17 @@ Reported per level (scene / chapter / book, and the baseline):
 * ``over`` — answers over the word limit (before the retry / the cut to the limit);
 * ``echo/empty`` — answers rejected as empty or echoing the source or the prompt (incl.
   copying one child summary); ``names`` — answers rejected because every sentence named
-  someone absent from the source; ``failed`` — nodes left without a summary; ``joined`` —
-  merges made by joining child summaries after two rejected model merges;
+  someone absent from the source; ``joined`` — merges made by joining child summaries after two
+  rejected model merges; ``extr.`` — nodes whose model answers were all rejected and that hold an
+  extractive summary (their own sentences) instead; ``none`` — nodes left without a summary;
 * ``faithful`` — share of the capitalised names in the summaries that occur in their source
   (target ≥ 0.95); ``raw`` — the same on the model's answers before the name filter;
 * ``coverage`` — share of each chapter's (the book's) five most frequent names that its
   summary mentions.
+
+Compression, faithfulness and coverage are measured on the model's summaries only (an extract is
+the source's own sentences). Each novel, and all of them, end with the line
+``summaries: model M/N (share), extractive E/N (share), none X/N (share) (target: none = 0)``.
 
 Usage: ``python bench/summaries.py [--chapters N] [--from K] [--novel pride|frankenstein]
 [--model GGUF | --endpoint URL [--model NAME]] [--n-ctx N] [--threads N] [--cache] [--show] [--json]``.
@@ -60,7 +65,8 @@ class Row:
     over: int = 0
     echo_empty: int = 0
     names_rejects: int = 0
-    failed: int = 0
+    failed: int = 0  # nodes with no summary ("none")
+    extractive: int = 0
     joined: int = 0
     names_found: int = 0
     names_total: int = 0
@@ -82,7 +88,8 @@ class Row:
     def cells(self) -> list[str]:
         return [str(self.nodes), str(self.calls), f"{self.seconds:.0f}",
                 f"{self.source_words / self.summary_words:.1f}" if self.summary_words else "-",
-                str(self.over), str(self.echo_empty), str(self.names_rejects), str(self.failed), str(self.joined),
+                str(self.over), str(self.echo_empty), str(self.names_rejects), str(self.joined), str(self.extractive),
+                str(self.failed),
                 self.ratio(self.names_found, self.names_total), self.ratio(self.raw_found, self.raw_total),
                 self.ratio(self.cov_hit, self.cov_total) if self.cov_total else "-"]
 
@@ -96,8 +103,26 @@ class Row:
         return d
 
 
-HEADER = ["nodes", "calls", "seconds", "compr.", "over", "echo/empty", "names", "failed", "joined", "faithful", "raw",
-          "coverage"]
+HEADER = ["nodes", "calls", "seconds", "compr.", "over", "echo/empty", "names", "joined", "extr.", "none", "faithful",
+          "raw", "coverage"]
+
+
+def shares(rows: dict[str, Row]) -> dict[str, Any]:
+    """Nodes of the hierarchy (scene, chapter, book) with a model summary, an extractive one, none."""
+    n = sum(rows[k].nodes for k in ("scene", "chapter", "book") if k in rows)
+    ext = sum(rows[k].extractive for k in ("scene", "chapter", "book") if k in rows)
+    none = sum(rows[k].failed for k in ("scene", "chapter", "book") if k in rows)
+    model = n - ext - none
+    share = (lambda k: round(k / n, 3) if n else None)
+    return {"nodes": n, "model": model, "extractive": ext, "none": none,
+            "model_share": share(model), "extractive_share": share(ext), "none_share": share(none)}
+
+
+def shares_line(rows: dict[str, Row]) -> str:
+    s = shares(rows)
+    n = s["nodes"] or 1
+    return (f"summaries: model {s['model']}/{s['nodes']} ({s['model'] / n:.2f}), extractive {s['extractive']}/{s['nodes']} "
+            f"({s['extractive'] / n:.2f}), none {s['none']}/{s['nodes']} ({s['none'] / n:.2f}) (target: none = 0)")
 
 
 def sub_book(ms: Manuscript, start: int, n: int) -> Manuscript:
@@ -135,6 +160,9 @@ def evaluate(ms: Manuscript, report, settings: SummarySettings) -> dict[str, Row
         r.nodes += 1
         if node.status != "done" or not node.summary:
             r.failed += 1
+            continue
+        if node.extractive:  # the source's own sentences: not a measure of the model
+            r.extractive += 1
             continue
         if any("joining the child summaries" in f for f in node.flags):
             r.joined += 1
@@ -255,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         titles = ", ".join(c.title for c in ms.root.chapters())
         per_novel[key] = {"chapters": titles, "words": ms.root.words, "wall_seconds": round(wall, 1),
                           "counts": report.counts_line(), "levels": {k: v.to_json() for k, v in rows.items()},
+                          "summaries": shares(rows),
                           "book_summary": ms.root.summary,
                           "chapter_summaries": {c.title: c.summary for c in ms.root.chapters()},
                           "baseline": rows.get("baseline").examples if "baseline" in rows else []}
@@ -262,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n## {ms.root.title} — {titles} ({ms.root.words:,} words, {len(ms.root.scenes())} scenes)")
             print(f"hierarchical run: {wall:.0f} s, {report.counts_line()}\n")
             print(table(rows))
+            print("\n" + shares_line(rows))
             if args.show:
                 print(f"\nbook: {ms.root.summary}")
                 for c in ms.root.chapters():
@@ -274,10 +304,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"model": getattr(getattr(backend, "inner", backend), "info", lambda: {})(),
                           "settings": settings.to_json(), "novels": per_novel,
                           "totals": {k: v.to_json() for k, v in totals.items() if v.nodes},
+                          "summaries": shares(totals),
                           "wall_seconds": round(total_wall, 1)}, indent=2, ensure_ascii=False, default=str))
     else:
         print(f"\n## all novels ({total_wall:.0f} s)\n")
         print(table({k: v for k, v in totals.items() if v.nodes}))
+        print("\n" + shares_line(totals))
         allf = sum(totals[k].names_found for k in ("scene", "chapter", "book"))
         allt = sum(totals[k].names_total for k in ("scene", "chapter", "book"))
         print(f"\nfaithfulness of the hierarchy (all levels): {allf / allt:.2f} (target >= 0.95)" if allt else "")
