@@ -170,6 +170,13 @@ def test_a_piece_of_a_long_scene_rejected_twice_is_extracted(tmp_path):
     assert_is_extract_of(first["summary"], text[:len(text) // 2 + 400], 50)
     assert one_line(first["summary"]) in "\n".join(fake.prompts[2:])  # the pieces' merge was given the extract
     assert s1.status == "done" and s1.summary and not s1.extractive  # the scene itself is the model's merge
+    # the pieces are remembered: a new run on the same text (another scene prompt) reuses the extract
+    memo = {"__memo__": True, first["hash"]: {"summary": first["summary"], "flags": first["flags"], "extractive": True}}
+    fake2 = StoryBackend(context_size=1000)
+    Summarizer(fake2, SummarySettings(subject_prefix=False, scene_words=50)).run(ms, only="c1.s1", previous=memo)
+    again = ms.root.find("c1.s1").groups[0]
+    assert again["reused"] and again["extractive"] is True and again["summary"] == first["summary"]
+    assert fake2.calls == 2  # the second piece and the merge
 
 
 def test_a_store_written_before_extracts_loads_and_keeps_its_hashes(tmp_path):

@@ -568,8 +568,11 @@ class Summarizer:
         got = memo.get(ghash)
         if got is None:
             return None
-        return {"hash": ghash, "summary": got["summary"], "flags": list(got.get("flags") or []), "status": "done",
-                "reused": True}
+        out = {"hash": ghash, "summary": got["summary"], "flags": list(got.get("flags") or []), "status": "done",
+               "reused": True}
+        if got.get("extractive"):
+            out["extractive"] = True
+        return out
 
     # ------------------------------------------------------------ calls and the gate
     def _call(self, prompt: Prompt, report: SummaryReport):
