@@ -165,7 +165,9 @@ async def test_workbench_help_lists_tree_screen_and_app_keys(tmp_path: Path) -> 
         rows = rows_by_id(screen)
         assert rows["tree.open"] == (0, "o", True)
         assert rows["reload"][:2] == (1, "f5") and rows["show-source"][0] == 1
-        assert rows["save"][0] == rows["undo"][0] == len(screen.groups) - 2
+        assert rows["save"][0] == rows["undo"][0] == rows["contextualize"][0] == 1  # the workbench's own keys
+        assert rows["quit"][0] == rows["help"][0] == len(screen.groups) - 2  # "Everywhere": the App's
+        assert screen.groups[len(screen.groups) - 2].title == "Everywhere"
         assert screen.groups[-1].title.startswith("Moving around")  # the tree's cursor keys, last
         assert all(r.binding_id is None for r in screen.groups[-1].rows)
         assert all(r.binding_id for g in screen.groups[:-1] for r in g.rows)

@@ -109,15 +109,6 @@ class WorkbenchApp(App[None]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark,f1", "help", "Help", id="help", tooltip="The keys of the focused pane"),
-        Binding("u,ctrl+z", "screen.undo", "Undo", id="undo", tooltip="Undo the last edit of the session", group=UNDO),
-        Binding("U,ctrl+y", "screen.redo", "Redo", id="redo", tooltip="Redo the last undone edit", group=UNDO),
-        Binding("ctrl+s", "screen.save", "Save", id="save", tooltip="Save every document with unsaved changes"),
-        # The model keys are priority bindings (the source view and inputs would take ctrl+k / ctrl+e),
-        # offered on the workbench only: in a modal the key is the focused widget's again.
-        Binding("ctrl+k", "screen.contextualize", "Contextualize", id="contextualize", group=MODEL, priority=True,
-                tooltip="Write a retrieval note into each chunk's context with the model"),
-        Binding("ctrl+e", "screen.extract_entities", "Extract entities", id="extract-entities", group=MODEL, priority=True,
-                tooltip="Propose entities and chunk links for the open document, then review them"),
         Binding("ctrl+o", "model_settings", "Model", id="model-settings", show=False, priority=True,
                 tooltip="Backend, model, context size, threads; which model the next job uses"),
         # Escape cancels only while a job runs (otherwise it is the focused widget's or the modal's).

@@ -91,6 +91,8 @@ class WorkbenchScreen(Screen[None]):
     COMMANDS = {WorkbenchCommands}
 
     PANES = Binding.Group("Pane")
+    UNDO = Binding.Group("Undo/redo")
+    MODEL = Binding.Group("Model")
     TABS = Binding.Group("Tab", compact=True)
     BINDINGS = [
         Binding("r", "reload", "Reload", id="reload", tooltip="Read the selected document again from disk"),
@@ -108,6 +110,15 @@ class WorkbenchScreen(Screen[None]):
                 tooltip="Hide or show the open document's summary and findings above the views"),
         Binding("[", "tree_width(-4)", "Narrower tree", id="tree-narrower", show=False),
         Binding("]", "tree_width(4)", "Wider tree", id="tree-wider", show=False),
+        Binding("u,ctrl+z", "undo", "Undo", id="undo", tooltip="Undo the last edit of the session", group=UNDO),
+        Binding("U,ctrl+y", "redo", "Redo", id="redo", tooltip="Redo the last undone edit", group=UNDO),
+        Binding("ctrl+s", "save", "Save", id="save", tooltip="Save every document with unsaved changes"),
+        # The model keys are priority bindings (the source view and inputs would take ctrl+k / ctrl+e),
+        # the workbench's: in a modal the key is the focused widget's again.
+        Binding("ctrl+k", "contextualize", "Contextualize", id="contextualize", group=MODEL, priority=True,
+                tooltip="Write a retrieval note into each chunk's context with the model"),
+        Binding("ctrl+e", "extract_entities", "Extract entities", id="extract-entities", group=MODEL, priority=True,
+                tooltip="Propose entities and chunk links for the open document, then review them"),
     ]
 
     def __init__(self, root: Path, restore: Path | None = None, tab: str | None = None,
