@@ -76,8 +76,8 @@ def test_a_gguf_embeds_after_its_own_self_test_and_an_index_refuses_another_embe
     assert main(["index", str(notes), "--embed", f"gguf:{model}"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("indexed 3 chunks (3 embedded")
-    kept = probe._read_cache(probe.probe_cache_path())  # the embedding verdict is kept apart from the completion one
-    assert kept[probe.verdict_key(model, mode=probe.EMBEDDING)]["outcome"] == "ok"
+    kept = probe.kept_verdicts()  # the embedding verdict is kept apart from the completion one
+    assert kept[probe.verdict_key(model, mode=probe.EMBEDDING)].outcome == "ok"
     assert probe.verdict_key(model, mode=probe.EMBEDDING) != probe.verdict_key(model)
 
     assert main(["query", str(notes), "Tomatoes need sun and water", "--embed", f"gguf:{model}", "--mode", "vector",
@@ -86,7 +86,11 @@ def test_a_gguf_embeds_after_its_own_self_test_and_an_index_refuses_another_embe
     assert answer["results"][0]["chunk_id"] == "lang:garden"
     assert set(answer["results"][0]["signals"]) == {"vector"}
 
-    assert main(["query", str(notes), "Tomatoes", "--mode", "vector", "--no-translate"]) == 2  # the bundled MiniLM
+    # without --embed: the GGUF the index recorded (its path is in the index's meta)
+    assert main(["query", str(notes), "Tomatoes need sun and water", "--mode", "vector", "--json", "-k", "1",
+                 "--no-translate"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["chunk_id"] == "lang:garden"
+    assert main(["query", str(notes), "Tomatoes", "--mode", "vector", "--embed", "bundled", "--no-translate"]) == 2
     err = capsys.readouterr().err.strip()
     assert "was indexed with gguf:gemma-3-270m" in err and len(err.splitlines()) == 1
 
