@@ -52,6 +52,7 @@ from pilot import notifications
 from ctxfst_tui.config import Config, State
 from ctxfst_tui.core.llm.base import Completion
 from ctxfst_tui.core.summary.session import NovelSession
+from ctxfst_tui.core.summary.summarizer import SummarySettings
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.modals.entity_edit import EntityEditScreen
 from ctxfst_tui.ui.screens.modals.help import HelpScreen
@@ -283,7 +284,7 @@ def write_novel(novels: Path) -> None:
     echo = " " + ms.node_text(ms.root.find("c1.s2"))[:300]
     # calls: c1.s1, c1.s2 (rejected), c1.s2 again (rejected: failed), c1
     fake = ScriptedSummarizer({2: echo, 3: echo})
-    session.summarize(fake, only="c1")
+    session.summarize(fake, SummarySettings(extractive_fallback=False), only="c1")  # a failed node, to show ✗
     session.summarize(ScriptedSummarizer(), only="c2")
     statuses = {n.id: n.status for n in session.manuscript.root.walk()}
     assert statuses["c1.s2"] == "failed" and statuses["c1"] == "done" and statuses["c2"] == "done", statuses

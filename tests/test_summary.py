@@ -213,13 +213,26 @@ def test_rejected_answers_are_retried_once_then_flagged(tmp_path):
     echo2 = " " + s2[:300]
     fake = StoryBackend(script=["", None, echo2, echo2])
     fake.script[1] = " Nora keeps the lamp lit in a gale while her father Elias lies ill, and saves a schooner."
-    report = Summarizer(fake, SummarySettings(subject_prefix=False)).run(ms)
+    report = Summarizer(fake, SummarySettings(subject_prefix=False, extractive_fallback=False)).run(ms)
     s1, s2n, c1 = ms.root.find("c1.s1"), ms.root.find("c1.s2"), ms.root.find("c1")
     assert s1.status == "done" and s1.flags[0].startswith("retried: empty answer")
     assert s2n.status == "failed" and "echoes the source" in s2n.flags[0] and len(s2n.rejected) == 2
     assert c1.status == "done" and any("built without the summaries of c1.s2" in f for f in c1.flags)
     assert report.failed == 1
     assert report.counts_line().endswith("failed 1")
+
+    # by default (issue 16) the twice-rejected scene gets an extractive summary instead, and its
+    # chapter is built with it
+    (tmp_path / "again").mkdir()
+    ms = NovelSession.open(copy_story(tmp_path / "again")).manuscript
+    fake = StoryBackend(script=["", " Nora keeps the lamp lit in a gale while her father Elias lies ill, and saves a schooner.",
+                                echo2, echo2])
+    report = Summarizer(fake, SummarySettings(subject_prefix=False)).run(ms)
+    s2n, c1 = ms.root.find("c1.s2"), ms.root.find("c1")
+    assert s2n.status == "done" and s2n.extractive and "echoes the source" in s2n.flags[0] and len(s2n.rejected) == 2
+    assert c1.status == "done" and not any("built without" in f for f in c1.flags)
+    assert report.failed == 0 and report.extractive == 1
+    assert report.counts_line().endswith("failed 0, extractive 1")
 
 
 def test_a_merge_rejected_twice_joins_the_child_summaries(tmp_path):

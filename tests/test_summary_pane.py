@@ -145,7 +145,7 @@ async def summarize(app: WorkbenchApp, pilot, pane: SummaryPane, node_id: str) -
 async def test_the_summary_tab_through_finished_and_running_jobs(folder, monkeypatch):
     """One App, one fake model. Answering at once: (1) the tab before any novel, (2) empty and error
     states, (3) the novel opened in a worker and its tree, (4) a chapter run pending → running → done,
-    (5) stale nodes after the file changes and r, (6) a rejected answer retried then flagged failed,
+    (5) stale nodes after the file changes and r, (6) a rejected answer retried then summarised by extract,
     (7) the palette's Summarize book on the novel shown. Blocking from a chosen call until the job's
     cancel event is set: (8) escape cancels a running chapter and leaves pending nodes, s resumes;
     (9) keys are answered while the whole book runs; (10) another novel while a job runs, then back
@@ -295,17 +295,17 @@ async def test_the_summary_tab_through_finished_and_running_jobs(folder, monkeyp
         assert fake.calls - calls == 2
         assert [status(app, i) for i in ("c2", "c2.s1", "c2.s2")] == ["done"] * 3
 
-        # (6) a rejected answer is retried, then the node is flagged failed (an untouched copy)
+        # (6) a rejected answer is retried, then the node gets the scene's own sentences, marked ¶
         pane = await open_summary(app, pilot, "novels/failed.txt")
         fake.script = ["", ""]  # the first scene: empty twice
         calls = fake.calls
         await summarize(app, pilot, pane, "c1")
-        assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["failed", "done", "done"], \
+        assert [status(app, i) for i in ("c1.s1", "c1.s2", "c1")] == ["done", "done", "done"], \
             (fake.calls - calls, fake.script, pane.path, pane.tree.views["c1.s1"])
-        assert label_of(pane.tree, "c1.s1").startswith("✗ Scene 1 ⚑")
+        assert label_of(pane.tree, "c1.s1").startswith("¶ Scene 1 ⚑")
         await move_to(pilot, pane.tree, "c1.s1")
-        assert "Failed" in pane.summary_text and "rejected: empty answer" in pane.summary_text
-        assert "failed" in pane.status_text
+        assert "Extractive" in pane.summary_text and "rejected: empty answer" in pane.summary_text
+        assert "1 extractive" in pane.status_text
 
         # (7) the palette's Summarize book runs on the novel shown (an untouched copy)
         await open_summary(app, pilot, "novels/book.txt")
