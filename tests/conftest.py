@@ -48,15 +48,9 @@ def _private_config(tmp_path_factory, monkeypatch):
 
 
 # ---------------------------------------------------------------- markers and xdist groups
-# Markers by file name (not folder, so the table survives moving files into tests/core|services|ui/):
-# `make test-fast` deselects ui, slow and model. A test file not listed here is a plain fast test.
-UI_FILES = {
-    "test_app.py", "test_app_config.py", "test_app_watch.py", "test_chunk_controls.py", "test_cross_pane.py",
-    "test_diagnosis_pane.py", "test_dialogs_help.py", "test_entity_panel.py", "test_help_screen.py",
-    "test_layout.py", "test_line_breaks_ui.py", "test_model_jobs.py", "test_palette.py", "test_preview.py",
-    "test_recovery.py", "test_snapshots.py", "test_source_view.py", "test_status_bar.py", "test_styles.py",
-    "test_summary_pane.py", "test_themes.py", "test_serve.py", "test_crash_guard.py",
-}
+# Markers: every test under tests/ui/ (and a Pilot test anywhere) is `ui`; the others by file name
+# or fixture. `make test-fast` deselects ui, slow and model.
+UI_FOLDER = Path(__file__).resolve().parent / "ui"
 # Real processes, terminals, servers, wheel builds: seconds each.
 SLOW_FILES = {"test_serve.py", "test_crash_guard.py", "test_packaging.py", "test_probe.py", "test_chunker_properties.py"}
 # The real bundled model (llama.cpp in process or behind llama_cpp.server) or the real embedder.
@@ -87,7 +81,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         name = item.path.name
         fixtures = set(getattr(item, "fixturenames", ()))
-        if name in UI_FILES or _is_pilot_test(item):
+        if UI_FOLDER in item.path.parents or _is_pilot_test(item):
             item.add_marker(pytest.mark.ui)
         if name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)

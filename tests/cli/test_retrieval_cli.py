@@ -9,7 +9,7 @@ import pytest
 
 from ctxfst_tui.cli import main
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 CH22 = SHARED / "retrieval" / "ch22"
 pytestmark = pytest.mark.skipif(not CH22.is_dir(), reason="../shared/retrieval not beside the checkout")
 

@@ -26,7 +26,7 @@ from ctxfst_tui.core.workspace.files import (
 from ctxfst_tui.core.workspace.watch import FolderWatcher
 from ctxfst_tui.core.workspace.scan import iter_documents, scan_documents
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / ".venv" / "bin" / "ctxfst-tui"
 TIMEOUT = 30
 NESTED_LEVELS = 10_000

@@ -24,7 +24,7 @@ from ctxfst_tui.ui.widgets.retrieval.pane import RetrievalPane
 from ctxfst_tui.ui.widgets.retrieval.results import ResultList, bar, fit, snippet
 from ctxfst_tui.ui.widgets.retrieval.scoreboard import Scoreboard
 
-STYLES = Path(__file__).resolve().parents[1] / "ctxfst_tui" / "ui" / "styles"
+STYLES = Path(__file__).resolve().parents[2] / "ctxfst_tui" / "ui" / "styles"
 
 
 class Host(App):

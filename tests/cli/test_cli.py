@@ -14,7 +14,7 @@ from ctxfst_tui.cli import main
 from conftest import FIXTURES, HOSTILE_FILES, SAMPLE_DOCS
 
 CLI = [sys.executable, "-m", "ctxfst_tui"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args, cwd=ROOT):

@@ -18,7 +18,7 @@ import pytest
 from ctxfst_tui.core.workspace.journal import all_entries, pending
 from ctxfst_tui.ui.crash_guard import TERMINAL_RESET, crash_message
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 DOC = """\
 ---

@@ -1,5 +1,5 @@
 """The chunk preview's budget rules (core): which size and overlap texts the chunker uses as they
-are, and the one-line reason shown for the others. The chunk controls (tests/test_chunk_controls.py)
+are, and the one-line reason shown for the others. The chunk controls (tests/ui/test_chunk_controls.py)
 show these reasons; here every case of the rule is checked without starting the workbench."""
 from __future__ import annotations
 

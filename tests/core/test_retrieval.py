@@ -15,7 +15,7 @@ from ctxfst_tui.core.retrieval.embedders import BundledEmbedder
 from ctxfst_tui.core.retrieval.index import build_index, lancedb
 from ctxfst_tui.core.retrieval.query import QueryError, Searcher
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 CH22 = SHARED / "retrieval" / "ch22" / "benchmark.ctxfst.md"
 CAREER = SHARED / "retrieval" / "career-kb" / "chunks.json"
 needs_shared = pytest.mark.skipif(not CH22.is_file(), reason="../shared/retrieval not beside the checkout")

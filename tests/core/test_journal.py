@@ -30,7 +30,7 @@ from ctxfst_tui.core.workspace.journal import (
     unsaved,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = '---\ntitle: "Notes"\nentities:\n  - id: entity:js\n    name: JS\n---\n\n<Chunk id="a:b">\nBody.\n</Chunk>\n'
 
 

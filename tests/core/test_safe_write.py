@@ -29,7 +29,7 @@ from ctxfst_tui.core.safe_write import (
     write_files,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 IS_ROOT = os.geteuid() == 0
 NOBODY = 65534
 

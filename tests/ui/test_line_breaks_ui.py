@@ -56,7 +56,7 @@ CR_ONLY = "\r".join(nested_document("Outer chunk"))
 LINE_SEPARATOR = "\n".join(nested_document("Outer\u2028chunk"))  # U+2028: a line break to YAML
 
 
-STYLES = Path(__file__).resolve().parents[1] / "ctxfst_tui" / "ui" / "styles"
+STYLES = Path(__file__).resolve().parents[2] / "ctxfst_tui" / "ui" / "styles"
 
 
 class Host(App[None]):

@@ -8,7 +8,7 @@ from textual.app import App, ComposeResult
 
 from ctxfst_tui.ui.widgets.document.source_view import SourceView
 
-STYLES = Path(__file__).resolve().parents[1] / "ctxfst_tui" / "ui" / "styles"
+STYLES = Path(__file__).resolve().parents[2] / "ctxfst_tui" / "ui" / "styles"
 SIZE = (80, 24)
 
 

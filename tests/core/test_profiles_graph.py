@@ -21,7 +21,7 @@ from ctxfst_tui.core.entities.graph import (
 )
 from ctxfst_tui.core.entities.profiles import ProfileInputError, build_entity_profiles
 
-SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED_DIR = Path(__file__).resolve().parents[2].parent / "shared"
 EXPECTED_DIR = SHARED_DIR / "conformance" / "expected"
 FLOAT_TOLERANCE = 1e-4
 

@@ -6,8 +6,8 @@ each compared with its own stored SVG, ``<test>[<picture>].svg``, as ``snap_comp
 (the plugin's SVG extension, its failure report). The order is chosen so that nothing a picture
 shows is left over from an earlier step: a test's docstring says what constrains it.
 
-Update them with ``pytest tests/test_snapshots.py --snapshot-update`` and LOOK at every changed SVG
-under ``tests/__snapshots__/test_snapshots/`` before committing it.
+Update them with ``pytest tests/ui/test_snapshots.py --snapshot-update`` and LOOK at every changed SVG
+under ``tests/ui/__snapshots__/test_snapshots/`` before committing it.
 
 What keeps them deterministic:
 
