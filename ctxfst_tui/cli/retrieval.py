@@ -73,8 +73,7 @@ def _uri(args: argparse.Namespace) -> str:
 def _embedder(args: argparse.Namespace) -> Any:
     """The embedder the options name; without --embed, the one the index was built with."""
     from ctxfst_tui.core.retrieval.bundled_embedder import EmbedderUnavailable
-    from ctxfst_tui.core.retrieval.embedders import (EndpointEmbedder, EndpointOptions, embedder_for_index,
-                                                     make_embedder)
+    from ctxfst_tui.core.retrieval.embedders import embedder_for_index, make_embedder
     from ctxfst_tui.core.retrieval.index import IndexError_, index_meta
 
     try:
@@ -83,12 +82,7 @@ def _embedder(args: argparse.Namespace) -> Any:
                 meta = index_meta(_uri(args))
             except IndexError_ as exc:
                 raise CliError(str(exc)) from None
-            name = str((meta or {}).get("embedder") or "")
-            if name.startswith("endpoint:") and (args.embed_endpoint or args.embed_model):
-                model, _, url = name[len("endpoint:"):].partition("@")  # the same model, another address
-                return EndpointEmbedder(EndpointOptions(url=args.embed_endpoint or url, model=args.embed_model or
-                                                        ("" if model == "default" else model)))
-            return embedder_for_index(meta)
+            return embedder_for_index(meta, endpoint=args.embed_endpoint, model=args.embed_model)
         return make_embedder(args.embed, endpoint=args.embed_endpoint, model=args.embed_model)
     except EmbedderUnavailable as exc:
         raise CliError(f"{_uri(args)}: {exc}" if args.embed is None else str(exc)) from None

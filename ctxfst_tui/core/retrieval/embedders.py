@@ -250,9 +250,10 @@ def make_embedder(spec: str, *, endpoint: str | None = None, model: str | None =
     raise EmbedderUnavailable(f"unknown embedder {spec!r}: use bundled, none, gguf:FILE or endpoint")
 
 
-def embedder_for_index(meta: dict | None) -> Embedder | None:
+def embedder_for_index(meta: dict | None, *, endpoint: str | None = None, model: str | None = None) -> Embedder | None:
     """The embedder an index was built with, made again from its ``meta`` row, so that querying or
-    updating it never mixes vectors of two models. No index yet: the bundled one.
+    updating it never mixes vectors of two models. No index yet: the bundled one. ``endpoint`` /
+    ``model``: an endpoint index's server reached at another address or model name.
 
     Raises EmbedderUnavailable naming what the index needs when it cannot be made here (a GGUF
     moved or changed, an index from before the source was recorded)."""
@@ -265,8 +266,9 @@ def embedder_for_index(meta: dict | None) -> Embedder | None:
     if name.startswith("bundled:"):
         return make_embedder("bundled")
     if name.startswith("endpoint:"):  # endpoint:MODEL@URL
-        model, _, url = name[len("endpoint:"):].partition("@")
-        return EndpointEmbedder(EndpointOptions(url=url, model="" if model == "default" else model))
+        recorded, _, url = name[len("endpoint:"):].partition("@")
+        return EndpointEmbedder(EndpointOptions(url=endpoint or url,
+                                                model=model or ("" if recorded == "default" else recorded)))
     if name.startswith("gguf:") and source.startswith("gguf:"):
         made = GgufEmbedder(Path(source[len("gguf:"):]))
         if made.name != name:
