@@ -47,15 +47,15 @@ class KeyFooter(Footer):
                 with KeyGroup(classes="-compact" if group.compact else ""):
                     for bindings in multi:
                         binding, enabled, tooltip = bindings[0]
-                        yield FooterKey(binding.key, app.get_key_display(binding), "", binding.action,
-                                        disabled=not enabled, tooltip=tooltip or binding.description,
-                                        classes="-grouped").data_bind(compact=Footer.compact)
+                        yield self._key(FooterKey(binding.key, app.get_key_display(binding), "", binding.action,
+                                                  disabled=not enabled, tooltip=tooltip or binding.description,
+                                                  classes="-grouped"))
                 yield FooterLabel(group.description)
             else:
                 for bindings in multi:
                     binding, enabled, tooltip = bindings[0]
-                    yield FooterKey(binding.key, app.get_key_display(binding), binding.description, binding.action,
-                                    disabled=not enabled, tooltip=tooltip).data_bind(compact=Footer.compact)
+                    yield self._key(FooterKey(binding.key, app.get_key_display(binding), binding.description,
+                                              binding.action, disabled=not enabled, tooltip=tooltip))
         if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
             palette = self.screen.active_bindings.get(app.COMMAND_PALETTE_BINDING)
             if palette is not None:
@@ -63,6 +63,13 @@ class KeyFooter(Footer):
                 yield FooterKey(binding.key, app.get_key_display(binding), binding.description, binding.action,
                                 classes="-command-palette", disabled=not enabled,
                                 tooltip=binding.tooltip or binding.description)
+
+    def _key(self, key: FooterKey) -> FooterKey:
+        """``key`` bound to the footer's compact flag, starting with its value: a FooterKey starts
+        compact and restyles itself when the binding first sets it, one style pass per key."""
+        key.set_reactive(FooterKey.compact, self.compact)
+        key.set_class(self.compact, "-compact", update=False)
+        return key.data_bind(compact=Footer.compact)
 
     def _keys_shown(self, screen: Screen) -> tuple:
         app = screen.app
