@@ -42,6 +42,9 @@ def add_parsers(sub: Any) -> None:
     ev.add_argument("queries", help="queries.yaml: expected_entities (the reference's) or expected_chunks")
     ev.add_argument("-k", type=int, default=3, help="cut-off rank (default: 3)")
     ev.add_argument("--json", action="store_true", help="print the scores as JSON")
+    ev.add_argument("--expansions", metavar="FILE",
+                    help="the reference's expansion tables for reference-tfidf/-entity: its "
+                         "ch22_retrieval_benchmark.py (read, never run) or YAML/JSON {baseline, entity}")
     _query_options(ev)
     ev.set_defaults(func=cmd_eval)
 
@@ -95,7 +98,9 @@ def _progress(stage: str, done: int, total: int, _last: list[float] = [0.0]) -> 
         print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
 
 
-def cmd_index(args: argparse.Namespace) -> int:
+def cmd_index(args: argparse.Namespace, report=None) -> int:
+    """Index ``args.path``; the one-line report goes to ``report`` (stdout by default: ``eval --json``
+    indexing first sends it to stderr, so stdout stays one JSON document)."""
     from ctxfst_tui.core.retrieval.corpus import CorpusError, load_corpus
     from ctxfst_tui.core.retrieval.index import IndexError_, build_index
 
@@ -111,7 +116,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     for w in stats.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    print(stats.one_line())
+    print(stats.one_line(), file=report or sys.stdout)
     return 0
 
 
@@ -204,13 +209,16 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_scores(k: int, queries: list, methods: list) -> str:
+def format_scores(k: int, queries: list, methods: list, note: str = "") -> str:
     n = len(queries)
-    head = f"{'method':<10} {'Hit@' + str(k):>6} {'recovered':>10} {'Recall@' + str(k):>9} {'MRR':>6} {'nDCG@' + str(k):>7}"
+    width = max(10, *(len(m.name) for m in methods))
+    head = f"{'method':<{width}} {'Hit@' + str(k):>6} {'recovered':>10} {'Recall@' + str(k):>9} {'MRR':>6} {'nDCG@' + str(k):>7}"
     lines = [head]
     for m in methods:
-        lines.append(f"{m.name:<10} {f'{m.hits}/{n}':>6} {f'{m.recovered}/{k * n}':>10} {m.recall:>9.3f} "
+        lines.append(f"{m.name:<{width}} {f'{m.hits}/{n}':>6} {f'{m.recovered}/{k * n}':>10} {m.recall:>9.3f} "
                      f"{m.mrr:>6.3f} {m.ndcg:>7.3f}")
+    if note:
+        lines.append(note)
     default = next((m for m in methods if m.name == "default"), methods[-1])
     lines += ["", f"per query ({default.name}):"]
     text = {q.id: q.query for q in queries}
@@ -221,6 +229,8 @@ def format_scores(k: int, queries: list, methods: list) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from ctxfst_tui.core.retrieval import reference
+    from ctxfst_tui.core.retrieval.corpus import CorpusError, load_corpus
     from ctxfst_tui.core.retrieval.evaluate import OUR_METHODS, QueriesError, load_queries, our_ranker, score_method
     from ctxfst_tui.core.retrieval.index import default_uri
 
@@ -228,22 +238,30 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise CliError("-k must be at least 1")
     try:
         queries = load_queries(args.queries)
-    except QueriesError as exc:
+        expansions = reference.load_expansions(args.expansions) if args.expansions else None
+    except (QueriesError, reference.ExpansionsError) as exc:
         raise CliError(str(exc)) from None
     uri = args.db or default_uri(args.path)
     if not Path(uri).exists() and "://" not in uri:
-        cmd_index(args)
+        cmd_index(args, sys.stderr if args.json else None)
     searcher = _searcher(args)
     translate = _Translator(args, searcher)
     translations = {q.id: translate(q.query) for q in queries}
-    methods = []
+    try:
+        ref = reference.for_corpus(load_corpus(args.path), expansions)
+    except CorpusError as exc:
+        raise CliError(str(exc)) from None
+    methods = [score_method("reference-tfidf", lambda q: ref.tfidf(q.query), searcher, queries, args.k),
+               score_method("reference-entity", lambda q: ref.entity(q.query), searcher, queries, args.k)]
+    note = ("" if expansions else "(reference-*: no expansion tables; --expansions FILE reads the reference's, "
+            "which its published numbers use)")
     for name, mode in OUR_METHODS.items():
         if mode == "vector" and not searcher.has_vectors:
             continue
         methods.append(score_method(name, our_ranker(searcher, mode, translations), searcher, queries, args.k))
     if args.json:
-        print(json.dumps({"k": args.k, "queries": len(queries), "methods": [m.to_json() for m in methods]},
-                         ensure_ascii=False, indent=2))
+        print(json.dumps({"k": args.k, "queries": len(queries), "expansions": expansions.source if expansions else None,
+                          "methods": [m.to_json() for m in methods]}, ensure_ascii=False, indent=2))
     else:
-        print(format_scores(args.k, queries, methods))
+        print(format_scores(args.k, queries, methods, note))
     return 0

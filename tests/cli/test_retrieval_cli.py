@@ -47,7 +47,9 @@ def test_index_query_and_eval_without_vectors(ch22, capsys):
     assert main(["eval", str(ch22), str(ch22 / "queries.yaml"), "--json", "--no-translate"]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert scores["k"] == 3 and scores["queries"] == 6
-    assert [m["name"] for m in scores["methods"]] == ["bm25", "entity", "hybrid", "default"]  # no vectors: no vector method
+    assert [m["name"] for m in scores["methods"]] == [  # no vectors: no vector method
+        "reference-tfidf", "reference-entity", "bm25", "entity", "hybrid", "default"]
+    assert scores["expansions"] is None
     assert all(len(m["per_query"]) == 6 for m in scores["methods"])
 
 
