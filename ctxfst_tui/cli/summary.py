@@ -4,6 +4,7 @@ Usage::
 
     ctxfst-tui summarize NOVEL --outline [--json]                      # the tree with word counts, no model
     ctxfst-tui summarize NOVEL [--model M | --endpoint URL] [--max-chapters N] [-o tree.json] [--format json|markdown]
+    ctxfst-tui summarize NOVEL --stale                                 # after editing: the stale scenes and their ancestors
 
 A summary run prints progress on stderr, saves ``NOVEL.summary.json`` beside the manuscript
 (or ``--store PATH``) as it goes, and ends with one line of counts
@@ -38,6 +39,9 @@ def add_summarize_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-chapters", type=int, default=None, metavar="N",
                    help="summarize only the first N chapters (and the book from them)")
     p.add_argument("--node", default=None, metavar="ID", help="summarize only this subtree (ids as in the JSON: c3, c3.s2, p1)")
+    p.add_argument("--stale", action="store_true",
+                   help="only what edits made stale (~): the edited scenes and their chapters and book, "
+                        "as the workbench does after a save; nothing never summarized")
     p.add_argument("--output", "-o", default=None, help="write the tree here (default: print it)")
     p.add_argument("--format", choices=("json", "markdown"), default=None,
                    help="json: the tree with summaries; markdown: a readable outline (default: json, markdown for .md)")
@@ -98,6 +102,8 @@ def run_summarize_cli(args: argparse.Namespace, *, backend: Any = None, cancel: 
     from ctxfst_tui.core.summary.segment import SegmentError, SegmentSettings
     from ctxfst_tui.core.summary.session import NovelSession
     from ctxfst_tui.core.summary.store import StoreError
+    from ctxfst_tui.core.summary.refresh import refresh_plan
+    from ctxfst_tui.core.summary.summarizer import SummaryReport
     from ctxfst_tui.core.summary.tree import markdown_outline, outline_text
 
     try:
@@ -119,6 +125,10 @@ def run_summarize_cli(args: argparse.Namespace, *, backend: Any = None, cancel: 
     if not any(not sc.front_matter and sc.words for sc in ms.root.scenes()):
         _err(f"{args.novel}: no text to summarize")
         return 2
+    stale = getattr(args, "stale", False)
+    if stale and getattr(args, "node", None):
+        _err("--stale re-summarizes the whole tree's stale nodes; it takes no --node")
+        return 2
     if getattr(args, "node", None) and ms.root.find(args.node) is None:
         _err(f"{args.novel}: no node {args.node!r} (see --outline --json for the tree, ids as c3 / c3.s2 / p1)")
         return 2
@@ -133,10 +143,16 @@ def run_summarize_cli(args: argparse.Namespace, *, backend: Any = None, cancel: 
               f"(calls {p.model_calls}, cached {p.cache_hits}, reused {p.reused}, ETA {_fmt_seconds(p.eta)})",
               file=sys.stderr, flush=True)
 
+    if stale and not refresh_plan(ms).nodes:  # nothing edited since the summaries: no model is loaded
+        print(SummaryReport().counts_line(), file=sys.stdout if out_path else sys.stderr, flush=True)
+        if not quiet:
+            print(f"nothing stale in {session.store}", file=sys.stderr)
+        return 0
     try:
         be = backend if backend is not None else make_backend_from_args(args)
         preflight(be)  # a model that cannot run here: one line, before any node
-        report = session.summarize(be, settings, only=getattr(args, "node", None), cancel=cancel, progress=progress)
+        report = session.summarize(be, settings, only=getattr(args, "node", None), cancel=cancel, progress=progress,
+                                   stale=stale)
     except ModelError as exc:
         _err(str(exc))
         return 1

@@ -14,6 +14,8 @@ UI thread, as one undoable edit of the session.
 * Summary trees: :func:`open_novel` (segment a manuscript, read its summary store) and
   :func:`summarize_job` (summarize a subtree or the whole book); the pane sees the tree only
   as :class:`SummaryNodeView` copies, made in the worker as each node starts and finishes.
+  After a save, :func:`check_novel` says what is stale and :func:`refresh_job` re-summarizes it
+  (the same body, ``Job.stale``).
 """
 from __future__ import annotations
 
@@ -39,7 +41,9 @@ from ctxfst_tui.core.entities.extract import Proposals, apply_proposals, extract
 from ctxfst_tui.core.llm import EndpointError, ModelError, ModelNotFound, backend_info
 from ctxfst_tui.core.llm.base import Cancelled
 from ctxfst_tui.core.llm.settings import BackendFactory, ModelSettings, build_backend, settings_info
-from ctxfst_tui.core.summary import NovelSession, SegmentError, StoreError, SummaryProgress, SummaryReport, SummarySettings
+from ctxfst_tui.core.summary import (NovelSession, RefreshPlan, SegmentError, StoreError, SummaryProgress, SummaryReport,
+                                    SummarySettings, refresh_plan, store_path)
+from ctxfst_tui.core.summary.manuscript import is_manuscript
 from ctxfst_tui.core.summary.tree import Node
 
 PROGRESS_INTERVAL = 0.5  # at most 2 progress messages a second: enough for a status line, and keys wait less during a job
@@ -135,10 +139,13 @@ class Job:
     total: int = 0
     fatal: str | None = None  # a model error that made the job stop early (set by the worker)
     node: str | None = None  # summarize: the subtree's node id (None: the whole book)
-    scope: str = ""  # summarize: the subtree as shown ("Chapter Two", "the book")
+    scope: str = ""  # summarize: the subtree as shown ("Chapter Two", "the book"), or "2 edited scenes"
+    stale: bool = False  # summarize: only what edits made stale (the re-summary after a save)
 
     @property
     def title(self) -> str:
+        if self.kind == "summarize" and self.stale:
+            return f"Re-summarizing {self.scope} of {self.label}"
         if self.kind == "summarize":
             return f"Summarizing {self.scope or 'the book'} of {self.label}"
         return f"Contextualizing {self.label}" if self.kind == "contextualize" else f"Extracting entities from {self.label}"
@@ -146,7 +153,7 @@ class Job:
     @property
     def name(self) -> str:
         if self.kind == "summarize":
-            return "summarizing the novel"
+            return "re-summarizing the novel" if self.stale else "summarizing the novel"
         return "contextualizing the document" if self.kind == "contextualize" else "extracting entities"
 
     @property
@@ -416,6 +423,32 @@ def open_novel(path: Path, session: NovelSession | None = None) -> tuple[NovelSe
     return session, novel_view(session), None
 
 
+def has_summary_tree(path: Path) -> bool:
+    """Whether ``path`` is a manuscript with a summary store (a stat, no reading): what a save
+    re-summarizes. Cheap enough for the UI thread."""
+    if not is_manuscript(path):
+        return False
+    try:
+        return store_path(path).is_file()
+    except OSError:
+        return False
+
+
+def check_novel(path: Path, session: NovelSession | None = None
+                ) -> tuple[NovelSession | None, RefreshPlan | None, str | None]:
+    """After ``path`` was saved or changed on disk: its tree read again (``session.reload()``, or
+    opened) with stale nodes marked, and what a re-summary would visit; or a one-line error."""
+    opened, _view, error = open_novel(path, session)
+    if opened is None:
+        return None, None, error
+    return opened, refresh_plan(opened.manuscript), None
+
+
+def refresh_job(session: NovelSession, plan: RefreshPlan, label: str) -> Job:
+    """The re-summary of ``session``'s stale nodes as a job: "Re-summarizing 2 edited scenes of novel.txt"."""
+    return Job("summarize", session.path, label, total=plan.nodes, scope=plan.what, stale=True)
+
+
 @dataclass
 class SummaryOutcome:
     """What a summary job hands back: the run's counts and the whole tree as it ended."""
@@ -453,10 +486,11 @@ def summarize_job(models: ModelService, job: Job, session: NovelSession, setting
     try:
         backend = _model(models, job, reporter)
         report = session.summarize(backend, settings, only=job.node, cancel=job.cancel, progress=progress,
-                                   on_node=finished)
+                                   on_node=finished, stale=job.stale)
     except Cancelled:  # before the model was ready: the store is untouched
         view = novel_view(session)
-        report = SummaryReport(nodes=view.scope_sizes.get(job.node or view.root.id, 0), cancelled=True)
+        nodes = job.total if job.stale else view.scope_sizes.get(job.node or view.root.id, 0)
+        report = SummaryReport(nodes=nodes, cancelled=True)
         return JobOutcome(job, result=SummaryOutcome(report, view))
     except (ModelError, StoreError, KeyError, OSError) as exc:
         error = str(exc) if not isinstance(exc, KeyError) else f"no node {exc.args[0]!r} in the tree"

@@ -2,6 +2,7 @@
 
     session = NovelSession.open("novel.txt")            # segment, read novel.summary.json, mark stale nodes
     report = session.summarize(backend, SummarySettings(), cancel=event, progress=cb, on_node=cb)
+    report = session.summarize(backend, stale=True)          # after an edit: the stale scenes and their ancestors
     print(report.counts_line())                         # nodes N, model calls N, cache hits N, failed N
 
 ``summarize`` saves the store as it goes (at most every ``save_every`` seconds, and when the
@@ -81,7 +82,8 @@ class NovelSession:
 
     def summarize(self, backend: Any, settings: SummarySettings | None = None, *, only: str | None = None,
                   cancel: threading.Event | None = None, progress: ProgressCallback | None = None,
-                  on_node: NodeCallback | None = None, save: bool = True) -> SummaryReport:
+                  on_node: NodeCallback | None = None, save: bool = True, stale: bool = False) -> SummaryReport:
+        """Summarize the book, the subtree ``only``, or (``stale``) only what edits made stale."""
         settings = settings or SummarySettings()
         summarizer = Summarizer(backend, settings)
         memo = memo_from_tree(self.stored.get("tree") if self.stored else None)
@@ -101,7 +103,7 @@ class NovelSession:
                 last_save[0] = now
 
         report = summarizer.run(self.manuscript, previous=memo, only=only, cancel=cancel, progress=progress,
-                                on_node=on_node, checkpoint=lambda: checkpoint(False))
+                                on_node=on_node, checkpoint=lambda: checkpoint(False), stale=stale)
         self.last_report = report
         if save:
             doc = self.document(backend, settings, summarizer.style, report)

@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from ctxfst_tui.core.llm.base import Cancelled, ContextOverflow, ModelError
 from ctxfst_tui.core.summary.extractive import extractive_summary
+from ctxfst_tui.core.summary.refresh import refresh_scope
 from ctxfst_tui.core.summary.prompts import (PROMPT_VERSION, MergeItem, Prompt, Verdict, check_answer, context_before, joined_summaries,
                       merge_prompt, scene_prompt, subject_of)
 from ctxfst_tui.core.summary.text import first_sentences, last_sentences, lower_vocabulary, sha
@@ -243,8 +244,14 @@ class Summarizer:
     # ------------------------------------------------------------ run
     def run(self, ms: Manuscript, *, previous: dict[str, Any] | None = None, only: str | None = None,
             cancel: threading.Event | None = None, progress: ProgressCallback | None = None,
-            on_node: NodeCallback | None = None, checkpoint: Callable[[], None] | None = None) -> SummaryReport:
-        """Summarize the nodes of ``ms`` (or the subtree ``only``); ``previous`` is a stored tree (or its memo)."""
+            on_node: NodeCallback | None = None, checkpoint: Callable[[], None] | None = None,
+            stale: bool = False) -> SummaryReport:
+        """Summarize the nodes of ``ms`` (or the subtree ``only``); ``previous`` is a stored tree (or its memo).
+
+        ``stale``: only what edits made stale (:func:`~.refresh.refresh_scope`, the re-summary after a
+        save); a merge then takes the children that have a summary or are visited, as the stored tree did."""
+        if stale and only:
+            raise ValueError("a re-summary of stale nodes covers the whole tree; it takes no node")
         t0 = time.perf_counter()
         report = SummaryReport()
         self._cancel = cancel
@@ -252,9 +259,14 @@ class Summarizer:
         self._known = tuple(w.strip(".,;:!?()'\"") for w in ms.root.title.split() if w[:1].isupper())
         self._parents = {id(c): n for n in ms.root.walk() for c in n.children}
         memo = previous if (isinstance(previous, dict) and previous.get("__memo__")) else memo_from_tree(previous)
-        nodes = self.scope(ms, only)
-        in_scope = {id(n) for n in nodes}
-        restrict = in_scope if (self.settings.max_chapters is not None and not only) else None
+        if stale:
+            nodes = refresh_scope(ms)
+            in_scope = {id(n) for n in nodes}
+            restrict: set[int] | None = in_scope | {id(n) for n in ms.root.walk() if n.status != "pending"}
+        else:
+            nodes = self.scope(ms, only)
+            in_scope = {id(n) for n in nodes}
+            restrict = in_scope if (self.settings.max_chapters is not None and not only) else None
         report.nodes = len(nodes)
         scenes_all = [s for s in ms.root.scenes() if not s.front_matter]
         prev_of = {id(s): (scenes_all[i - 1] if i > 0 else None) for i, s in enumerate(scenes_all)}
