@@ -33,7 +33,9 @@ TABS = ("source", "chunks", "entities", "diagnosis", "summary", "retrieval")  # 
 MODEL_SOURCES = model_settings.SOURCES
 MODEL_FIELDS = model_settings.field_types()  # [model] takes ModelSettings' own fields: ModelSettings(**config.model)
 LAYOUT_FIELDS: dict[str, type] = {"tab": str, "tree_width": int}
-TABLES = ("keys", "model", "layout", "watch")
+DISCOVERY_FIELDS: dict[str, type] = {"folder": str, "endpoint": str, "ports": bool}  # core.llm.discovery.discover(**config.discovery)
+SUMMARY_FIELDS: dict[str, type] = {"resummarize_on_save": bool}
+TABLES = ("keys", "model", "layout", "watch", "discovery", "summary")
 TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false"}
 MAX_FOLDERS = 50  # per-folder state entries kept, most recently used last
 
@@ -71,6 +73,8 @@ class Config:
     model: dict[str, Any] = field(default_factory=dict)
     layout: dict[str, Any] = field(default_factory=dict)
     watch: bool = True
+    discovery: dict[str, Any] = field(default_factory=dict)  # where model discovery also looks
+    resummarize_on_save: bool = True  # [summary]: a save re-summarizes the stale scenes of a summarized novel
     problems: list[str] = field(default_factory=list)
     key_lines: dict[str, int] = field(default_factory=dict, repr=False)  # binding id → line in the file
 
@@ -194,13 +198,16 @@ def load_config(path: Path | None = None) -> Config:
             key_lines[binding_id] = line
 
     checked: dict[str, dict[str, Any]] = {}
-    for table, fields in (("model", MODEL_FIELDS), ("layout", LAYOUT_FIELDS), ("watch", {"enabled": bool})):
+    for table, fields in (("model", MODEL_FIELDS), ("layout", LAYOUT_FIELDS), ("watch", {"enabled": bool}),
+                          ("discovery", DISCOVERY_FIELDS), ("summary", SUMMARY_FIELDS)):
         good, bad = _check_fields(tables.get(table, {}), fields)
         for key, message in bad:
             problem(table, key, f"[{table}] {message}")
         checked[table] = good
     return Config(path, theme=theme, keymap=keymap, model=checked["model"], layout=checked["layout"],
-                  watch=checked["watch"].get("enabled", True), problems=problems, key_lines=key_lines)
+                  watch=checked["watch"].get("enabled", True), discovery=checked["discovery"],
+                  resummarize_on_save=checked["summary"].get("resummarize_on_save", True), problems=problems,
+                  key_lines=key_lines)
 
 
 def keymap_problems(keymap: Mapping[str, str], known_ids: Iterable[str], path: Path | None = None,
@@ -253,6 +260,15 @@ def default_config_text(bindings: Iterable[tuple[str, str, str]]) -> str:
 
 [watch]
 # enabled = true         # reload documents that other programs change on disk
+
+# Where the model list (ctrl+o, `ctxfst-tui models`) looks besides the usual places.
+[discovery]
+# folder = "~/llm"       # a folder searched for .gguf files
+# endpoint = ""          # an OpenAI-compatible server asked for its /v1/models
+# ports = true           # ask localhost's usual ports (11434, 8080, 1234, 8000)
+
+[summary]
+# resummarize_on_save = true  # saving a summarized novel (here or on disk) re-summarizes its edited scenes
 """
 
 
