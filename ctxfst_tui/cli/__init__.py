@@ -14,13 +14,13 @@ import sys
 from typing import Sequence
 
 from ctxfst_tui import __version__
-from ctxfst_tui.cli import chunking, contextualize, doctor, documents, entities, retrieval, summary, workbench
+from ctxfst_tui.cli import chunking, contextualize, doctor, documents, entities, models, retrieval, summary, workbench
 from ctxfst_tui.cli.chunking import add_chunk_options
 from ctxfst_tui.cli.common import CliError
 from ctxfst_tui.cli.model_options import add_app_model_options, add_model_options
 
 SUBCOMMANDS = ("validate", "export", "diagnose", "profiles", "graph", "chunk", "convert", "entities", "contextualize", "summarize",
-               "index", "query", "eval", "serve", "doctor")
+               "index", "query", "eval", "serve", "doctor", "models")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     dr.set_defaults(func=doctor.cmd_doctor)
 
     retrieval.add_parsers(sub)
+    models.add_parser(sub)
     return p
 
 
