@@ -47,6 +47,42 @@ def fit_names(names: list[str], width: int) -> str:
     return set_cell_size(names[0], max(1, width - cell_len(more) - 1)) + "…" + more
 
 
+def cut(text: str, width: int) -> str:
+    """``text`` within ``width`` cells, ending in … when it had to be cut."""
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, max(width - 1, 0)) + "…"
+
+
+def fit_columns(natural: list[int], least: list[int], room: int) -> list[int]:
+    """Column widths within ``room`` cells: each column its ``natural`` width when all fit; else
+    the widest are narrowed first, never below ``least``, so every column keeps a readable part
+    (the sum may pass ``room`` only when even the least widths do not fit)."""
+    widths = [max(n, m) for n, m in zip(natural, least)]
+    over = sum(widths) - room
+    while over > 0:
+        shrinkable = [i for i, w in enumerate(widths) if w > least[i]]
+        if not shrinkable:
+            break
+        top = max(widths[i] for i in shrinkable)
+        widest = [i for i in shrinkable if widths[i] == top]
+        below = max([widths[i] for i in shrinkable if widths[i] < top] + [max(least[i] for i in widest)])
+        step = min(top - below, -(-over // len(widest))) or 1
+        for i in widest:
+            if over <= 0:
+                break
+            cut_by = min(step, widths[i] - least[i], over)
+            widths[i] -= cut_by
+            over -= cut_by
+    return widths
+
+
+# The least width of each column: enough to tell rows apart (the id past its "entity:" prefix).
+LEAST = {"id": 13, "name": 8, "type": 5, "aliases": 7, "chunks": 6, "documents": 9}
+# Narrowed first, down to these: the lists (they end in +N) before the id and the name.
+COMFORTABLE = {"id": 24, "name": 14, "type": 9, "aliases": 10, "chunks": 6, "documents": 18}
+
+
 class EntityTable(DataTable[Text]):
     """One row per entity id: id, name, type, aliases, chunk links, documents."""
 
@@ -115,38 +151,61 @@ class EntityTable(DataTable[Text]):
             self._render_rows(self.cursor_row)  # the Documents column follows the width
 
     def _render_rows(self, cursor_row: int = 0) -> None:
+        """Every column fits the table's width (no sideways scrolling): at its full width when all
+        can, else the widest are narrowed and their cells end in … (aliases and documents show as
+        many names as fit, then +N). When even that leaves too little (80 columns with the tree
+        shown), the aliases follow the name in its column: ``Kubernetes (K8s, kube)``."""
         self.clear(columns=True)
-        headers = ("Id", "Name", "Type", "Aliases", "Chunks", "Documents")
-        for header in headers:
-            self.add_column(header, key=header.lower())
         muted, undeclared, id_style = self._style("muted"), self._style("undeclared"), self._style("id")
-        rows = []
-        for e in self._entities:
-            if e.declared:
-                name = Text(e.name or "", style="" if e.name else muted)
-                kind = Text(e.type or "—", style="" if e.type else muted)
-            else:
-                name = Text("(declared nowhere)", undeclared)
-                kind = Text("—", muted)
-            rows.append((
-                Text(e.id, id_style if e.declared else undeclared),
-                name,
-                kind,
-                Text(", ".join(e.aliases), muted) if e.aliases else Text(""),
-                Text(str(e.chunks), justify="right"),
-            ))
-        # the Documents column gets the width the others leave (no sideways scrolling)
         region = self.scrollable_content_region
         self._rendered_width = width = region.width
+        if len(self._entities) + 1 > region.height and not self.show_vertical_scrollbar:
+            width -= self.styles.scrollbar_size_vertical  # (the header row and the rows): it will show
         pad = 2 * self.cell_padding
-        used = sum(
-            max([cell_len(h)] + [row[i].cell_len for row in rows]) + pad for i, h in enumerate(headers[:-1])
-        )
-        if len(rows) + 1 > region.height:  # (the header row and the rows): a vertical scrollbar
-            used += self.styles.scrollbar_size_vertical
-        room = max(cell_len(headers[-1]), width - used - pad) if width else 10_000
-        for e, row in zip(self._entities, rows):
-            self.add_row(*row, Text(fit_names(list(e.documents), room), muted), key=e.id)
+        folded = bool(width) and sum(LEAST.values()) + pad * len(LEAST) > width
+
+        names: list[str] = []
+        for e in self._entities:
+            name = (e.name or "") if e.declared else "(declared nowhere)"
+            if folded and e.aliases:
+                name = f"{name} ({', '.join(e.aliases)})" if name else ", ".join(e.aliases)
+            names.append(name)
+        columns: list[tuple[str, str, list[str]]] = [  # (key, header, each row's full text)
+            ("id", "Id", [e.id for e in self._entities]),
+            ("name", "Name (aliases)" if folded else "Name", names),
+            ("type", "Type", [(e.type or "—") if e.declared else "—" for e in self._entities]),
+        ]
+        if not folded:
+            columns.append(("aliases", "Aliases", [", ".join(e.aliases) for e in self._entities]))
+        columns += [
+            ("chunks", "Chunks", [str(e.chunks) for e in self._entities]),
+            ("documents", "Documents", [", ".join(e.documents) for e in self._entities]),
+        ]
+        natural = [max([cell_len(header)] + [cell_len(t) for t in texts]) for _key, header, texts in columns]
+        least = [LEAST[key] for key, _header, _texts in columns]
+        comfortable = [max(m, min(n, COMFORTABLE[key])) for (key, _h, _t), n, m in zip(columns, natural, least)]
+        room = width - pad * len(columns) if width else 10_000
+        widths = fit_columns(fit_columns(natural, comfortable, room), least, room)
+        if sum(widths) < room:  # the Documents column gets the width the others leave
+            widths[-1] += room - sum(widths)
+        for (key, header, _texts), w in zip(columns, widths):
+            self.add_column(cut(header, w), key=key, width=w)
+        w = dict(zip((key for key, _h, _t in columns), widths))
+        for e, name in zip(self._entities, names):
+            if e.declared:
+                name_style = "" if e.name else muted
+                kind_style = "" if e.type else muted
+            else:
+                name_style, kind_style = undeclared, muted
+            row = [
+                Text(cut(e.id, w["id"]), id_style if e.declared else undeclared),
+                Text(cut(name, w["name"]), name_style),
+                Text(cut((e.type or "—") if e.declared else "—", w["type"]), kind_style),
+            ]
+            if not folded:
+                row.append(Text(fit_names(list(e.aliases), w["aliases"]), muted) if e.aliases else Text(""))
+            row += [Text(str(e.chunks), justify="right"), Text(fit_names(list(e.documents), w["documents"]), muted)]
+            self.add_row(*row, key=e.id)
         if self._entities:
             self.move_cursor(row=max(0, min(cursor_row, len(self._entities) - 1)), scroll=True)
 
