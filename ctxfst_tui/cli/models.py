@@ -22,17 +22,6 @@ def add_parser(sub: Any) -> None:
     m.set_defaults(func=cmd_models)
 
 
-def human_size(size: int | None) -> str:
-    """Bytes in decimal units, as file managers and model hubs show them: ``4.7 GB``, ``253 MB``."""
-    if size is None:
-        return "size unknown"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if size >= scale:
-            value = size / scale
-            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
-    return f"{size} B"
-
-
 def _tilde(path: str) -> str:
     home = str(Path.home())
     return "~" + path[len(home):] if path == home or path.startswith(home + os.sep) else path
@@ -53,6 +42,8 @@ def _current_settings() -> tuple[Any, Any]:
 
 
 def model_lines(model: Any, verdict: str | None, current: bool) -> list[str]:
+    from ctxfst_tui.core.llm.discovery import size_words
+
     mark = "*" if current else " "
     also = f" (also {', '.join(model.aliases)})" if model.aliases else ""
     lines = [f"{mark} {model.kind:<8} {model.name}{also}"]
@@ -62,10 +53,10 @@ def model_lines(model: Any, verdict: str | None, current: bool) -> list[str]:
         lines.append(f"{PAD}{model.location} ({model.place})")
         return lines
     if model.problem:
-        facts = [human_size(model.size), model.problem] if model.size is not None else [model.problem]
+        facts = [size_words(model.size), model.problem] if model.size is not None else [model.problem]
     else:
         template = "yes" if model.chat_template else "no"
-        facts = [human_size(model.size), f"chat template: {template}"]
+        facts = [size_words(model.size), f"chat template: {template}"]
         if verdict:
             facts.append(f"self-test: {verdict}")
     lines.append(PAD + " · ".join(facts))

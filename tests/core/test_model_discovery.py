@@ -109,7 +109,9 @@ def test_it_finds_the_models_where_each_tool_keeps_them_each_once(home):
     ollama = models["llama-chat:1b"]  # the manifests name the blob; two tags, one entry
     assert (ollama.place, ollama.chat_template, ollama.context_length) == ("Ollama", True, 8192)
     assert Path(ollama.location) == home.ollama_blob and ollama.aliases == ("llama-chat:latest",)
-    assert models["gone:latest"].problem.startswith("the manifest ") and "names a blob that is not there" in models["gone:latest"].problem
+    gone = models["gone:latest"]
+    assert gone.problem == "its blob sha256-000000000000… is missing"
+    assert Path(gone.location) == home.ollama_manifests / "registry.ollama.ai" / "library" / "gone" / "latest"
     assert models["mine/base-q8.gguf"].place == "~/models" and models["mine/base-q8.gguf"].chat_template is False
     # the damaged ones are listed, each with one line saying why
     assert models["broken.gguf"].problem.startswith("unreadable: cut short")

@@ -40,7 +40,7 @@ OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 OLLAMA_DEFAULT_HOST = "registry.ollama.ai"
 
 __all__ = ["FoundModel", "Discovery", "Place", "discover", "model_places", "find_ggufs", "ollama_models",
-           "ask_servers", "kept_verdict", "try_model", "USUAL_PORTS"]
+           "ask_servers", "kept_verdict", "try_model", "size_words", "USUAL_PORTS"]
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,18 @@ class Discovery:
             if m.is_current(settings, first.get(_url_key(m.location), "")):
                 return m
         return None
+
+
+def size_words(size: int | None) -> str:
+    """A file size as file managers and model hubs show it (decimal units): ``4.7 GB``, ``253 MB``
+    (like :func:`probe.describe`, the words both the CLI and the settings screen show)."""
+    if size is None:
+        return "size unknown"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            value = size / scale
+            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
+    return f"{size} B"
 
 
 # ---------------------------------------------------------------- the places
@@ -304,9 +316,9 @@ def ollama_models(place: Place) -> list[FoundModel]:
                 continue  # an embedding adapter or a manifest of something else: nothing to run
             blobs = place.path / "blobs"
             blob = next((b for b in (blobs / digest.replace(":", "-"), blobs / digest) if b.is_file()), None)
-            if blob is None:
-                found.append(FoundModel("gguf", name, str(blobs / digest.replace(":", "-")), place.label,
-                                        problem=f"the manifest {path} names a blob that is not there"))
+            if blob is None:  # listed at its manifest: the file to look at (or to delete)
+                found.append(FoundModel("gguf", name, str(path), place.label,
+                                        problem=f"its blob {digest.replace(':', '-')[:19]}… is missing"))
                 continue
             model = describe_gguf(blob, name, place.label)
             if model is not None:
