@@ -55,7 +55,7 @@ UI_FOLDER = Path(__file__).resolve().parent / "ui"
 SLOW_FILES = {"test_serve.py", "test_crash_guard.py", "test_packaging.py", "test_probe.py", "test_chunker_properties.py"}
 # The real bundled model (llama.cpp in process or behind llama_cpp.server) or the real embedder.
 # (test_openai_backend.py's fake-socket tests are plain tests; its real-server ones are marked by `server`.)
-MODEL_FILES = {"test_llama_real.py"}
+MODEL_FILES = {"test_llama_real.py", "test_model_discovery_server.py"}
 # Module-scoped fixtures that load a model, start a server or build a wheel: their tests share one
 # xdist worker (--dist loadgroup), so each is built once per run, not once per worker.
 SHARED_FIXTURES = {"llama", "llm", "real_backend", "server", "embedder", "wheel", "served"}
