@@ -51,7 +51,7 @@ def visible_rows(sv: SourceView) -> range:
 
 
 def cursor_visible(sv: SourceView) -> bool:
-    return sv.cursor_location[0] in visible_rows(sv)
+    return sv.cursor_row in visible_rows(sv)
 
 
 def background(strip, text: str):  # noqa: ANN001, ANN201
@@ -221,6 +221,8 @@ async def check_long_lines_scroll_sideways_and_a_click_sets_the_cursor(app: Host
     text = "short\n" + "".join(f"{i % 10}" for i in range(300)) + "END\nshort\n"
     sv.show_text(text, "wide.txt")
     await pilot.pause()
+    await pilot.press("w")  # soft wrap off (it is on by default: tests/ui/test_narrow_terminal.py)
+    assert not sv.soft_wrap
     await pilot.press("down", "end")
     assert sv.cursor_location == (1, 303)
     assert sv.scroll_offset.x > 200
@@ -233,6 +235,8 @@ async def check_long_lines_scroll_sideways_and_a_click_sets_the_cursor(app: Host
     assert sv.cursor_location == (0, 3)
     await pilot.click(SourceView, offset=(gutter + 40, 2))  # past the end of the line
     assert sv.cursor_location == (2, 5)
+    await pilot.press("w")
+    assert sv.soft_wrap
 
 
 async def check_copy_puts_the_cursor_line_or_its_highlighted_range_on_the_clipboard(app: Host, pilot) -> None:

@@ -2,10 +2,12 @@
 
 One line at the bottom of the workbench that answers "where am I and is it all right?" without
 the overview being on screen (on short terminals it is not). It renders what the screen hands
-it; it computes nothing.
+it; it computes nothing. When the line is wider than the terminal (80 columns), the document's
+name gives way first (its folder, then its middle, cut with …), so the counts stay whole.
 """
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import Static
 
@@ -35,6 +37,9 @@ class StatusBar(Static, can_focus=False):
     def on_mount(self) -> None:
         self._render_line()
 
+    def on_resize(self) -> None:
+        self._render_line()
+
     # ------------------------------------------------------------ what the screen hands down
     def show_document(self, name: str | None, status: DocumentStatus | None = None, deleted: bool = False) -> None:
         if name != self.document:
@@ -56,14 +61,29 @@ class StatusBar(Static, can_focus=False):
 
     # ------------------------------------------------------------ rendering
     def _render_line(self) -> None:
+        line = self._line(self.document or "")
+        width = self.content_region.width
+        if width and self.document and cell_len(line.plain) > width:
+            short = self.document.rsplit("/", 1)[-1]  # the file's name without its folder
+            line = self._line(short)
+            over = cell_len(line.plain) - width
+            if over > 0 and len(short) - over >= 8:  # the name's middle gives way: "paragr…ne.txt"
+                keep = len(short) - over - 1
+                short = short[: keep - keep // 3] + "…" + short[len(short) - keep // 3:]
+                line = self._line(short)
+        self.text = line.plain
+        self.update(line)
+
+    def _line(self, name: str) -> Content:
+        """The line with the open document called ``name``."""
         parts: list[Content] = []
         if self.document is None:
             parts.append(Content.styled("No document open", "$text-muted"))
         elif self.deleted:
-            parts.append(Content.assemble(("✗ ", "$text-error bold"), (self.document, "bold"),
+            parts.append(Content.assemble(("✗ ", "$text-error bold"), (name, "bold"),
                                           (" · deleted on disk", "$text-error")))
         else:
-            doc = Content.styled(self.document, "bold")
+            doc = Content.styled(name, "bold")
             if self.status is not None:
                 s = self.status
                 detail = ["valid" if s.valid else "invalid"]
@@ -81,6 +101,4 @@ class StatusBar(Static, can_focus=False):
             parts.append(Content.styled(f"● {self.unsaved} unsaved (ctrl+s)", "$text-warning"))
         if self.job:
             parts.append(Content.styled(f"model: {self.job}", "$text-accent"))
-        line = Content(" │ ").join(parts)
-        self.text = line.plain
-        self.update(line)
+        return Content(" │ ").join(parts)
