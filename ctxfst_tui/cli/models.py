@@ -60,7 +60,8 @@ def model_lines(model: Any, verdict: str | None, current: bool) -> list[str]:
         if verdict:
             facts.append(f"self-test: {verdict}")
     lines.append(PAD + " · ".join(facts))
-    lines.append(f"{PAD}{_tilde(model.location) or '(assembled by the first job)'} ({model.place})")
+    lines.append(f"{PAD}{_tilde(model.location)} ({model.place})" if model.location else
+                 f"{PAD}(packaged in parts; the first job assembles it)")
     return lines
 
 

@@ -42,7 +42,10 @@ def test_models_prints_each_model_with_size_template_and_where(home, tmp_path, c
         i = next(n for n, line in enumerate(lines) if line[:2] in ("* ", "  ") and line[11:].startswith(name))
         return lines[i:i + 3]
 
-    assert block("the bundled Gemma 3 270M")[0].startswith("* bundled  ")  # nothing chosen: the bundled model
+    bundled = block("the bundled Gemma 3 270M")
+    assert bundled[0].startswith("* bundled  ")  # nothing chosen: the bundled model
+    assert bundled[1].startswith(f"{' ' * 11}253 MB · chat template: no · self-test: not run yet")
+    assert bundled[2] == f"{' ' * 11}(packaged in parts; the first job assembles it)"  # a fresh home: not assembled
     hf = block("Qwen/Tiny-Instruct-GGUF/tiny-instruct-q4.gguf")
     assert hf[0] == "  gguf     Qwen/Tiny-Instruct-GGUF/tiny-instruct-q4.gguf (also same-as-hf.gguf)"
     assert home.hf_blob.stat().st_size == 64480  # the header (a 3000-token list) and 8 kB of "tensors"

@@ -352,7 +352,7 @@ def bundled_model() -> FoundModel:
         header = _packaged_header(str(parts[0]), parts[0].stat().st_mtime_ns)
     except (OSError, GGUFError, ValueError) as exc:
         return FoundModel("bundled", BUNDLED_NAME, str(target), "bundled", problem=f"its packaged parts cannot be read: {exc}")
-    return FoundModel("bundled", BUNDLED_NAME, "", "bundled (assembled by the first job)", size=size,
+    return FoundModel("bundled", BUNDLED_NAME, "", "bundled", size=size,  # no file yet: the first job assembles it
                       chat_template=header.chat_template, architecture=header.architecture,
                       context_length=header.context_length)
 

@@ -272,8 +272,8 @@ class ModelSettingsScreen(ModalScreen[ModelSettings | None]):
             facts = [model.problem if len(model.problem) <= 60 else model.problem[:59] + "…"]  # the CLI says it all
         else:
             facts = [size_words(model.size), "chat template" if model.chat_template else "no chat template"]
-            if verdict and not verdict.startswith("not run"):
-                facts.append(f"self-test {verdict.split(' (kept')[0].split(' (tested')[0]}")
+            if verdict and not verdict.startswith("not run"):  # ok, crashed (SIGSEGV), error, hung: the word only
+                facts.append(f"self-test {verdict.split(' (kept')[0].split(' (tested')[0].split(':')[0].split(' (stopped')[0]}")
         facts.append(model.place.split(" (")[0])
         return Content.assemble(mark, (model.name, "bold" if current else ""), "\n  ", (" · ".join(facts), "$text-muted"))
 
@@ -330,9 +330,9 @@ class ModelSettingsScreen(ModalScreen[ModelSettings | None]):
             status.update(f"{model.name}: the test stopped: {worker.error}")
             return
         tried = worker.result
-        if not tried.ok:
-            status.update(f"{model.name} did not pass: pick another, or press Use to take it anyway.")
-            self.query_one("#settings-error", Static).update(tried.message)
+        if not tried.ok:  # said above the list, where the eyes are (the form may be scrolled away)
+            status.update(Content.assemble((f"{model.name} did not pass: ", "$text-error"), tried.message,
+                                           " — pick another, or Use takes it anyway."))
             return
         try:
             settings = self.result()
