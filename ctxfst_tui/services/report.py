@@ -13,6 +13,7 @@ from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.format.findings import Finding
 from ctxfst_tui.core.format.source import split_lines, unicode_bom
 from ctxfst_tui.core.format.validate import validate
+from ctxfst_tui.core.text.plural import count
 
 VALID, WARNINGS, ERRORS = "valid", "warnings", "errors"
 
@@ -151,3 +152,29 @@ def build_report(path: str | os.PathLike, root: str | os.PathLike, data: bytes |
 def status_for(doc: Document) -> DocumentStatus:
     """The tree's verdict for one parsed document."""
     return DocumentStatus.of(_findings(doc))
+
+
+def validation_summary(statuses: dict[Path, DocumentStatus], unsaved: int = 0) -> str:
+    """What "Validate folder" found, in two or three lines: how many documents, with errors and
+    warnings (and how many of each), and where to see them."""
+    n = len(statuses)
+    if not n:
+        return "No documents in the folder (.md or .txt files)."
+    with_errors = [s for s in statuses.values() if s.errors]
+    with_warnings = [s for s in statuses.values() if s.warnings and not s.errors]
+    valid = n - len(with_errors) - len(with_warnings)
+    errors = sum(s.errors for s in statuses.values())
+    warnings = sum(s.warnings for s in statuses.values())
+    parts = []
+    if with_errors:
+        parts.append(f"{len(with_errors)} with errors ({count(errors, 'error')})")
+    if with_warnings:
+        parts.append(f"{len(with_warnings)} with warnings only ({count(warnings - sum(s.warnings for s in with_errors), 'warning')})")
+    parts.append("all valid" if valid == n else f"{valid} valid")
+    lines = [f"{count(n, 'document')} checked: {', '.join(parts)}."]
+    if with_errors or with_warnings:
+        lines.append("✗ and ▲ mark them in the tree; 4 (Diagnosis) lists every finding.")
+    if unsaved:
+        marks = "its mark shows" if unsaved == 1 else "their marks show"
+        lines.append(f"{count(unsaved, 'document')} with unsaved edits: {marks} the edits, not the file.")
+    return "\n".join(lines)
