@@ -51,7 +51,8 @@ class DiffScreen(YesNoModal):
         background: $background;
         scrollbar-size-vertical: 1;
     }
-    DiffScreen #diff-body { width: auto; padding: 0 1; }
+    /* Long lines end in … (the change is in the lines' starts; nothing scrolls sideways). */
+    DiffScreen #diff-body { width: 1fr; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     DiffScreen #buttons { height: auto; align-horizontal: right; margin-top: 1; }
     DiffScreen Button { margin-left: 2; }
     """

@@ -85,7 +85,7 @@ class WorkbenchScreen(Screen[None]):
 
     # Below 140 columns the summary stacks above the findings instead of beside them; below 36
     # rows the overview steps aside (the status bar carries the verdict) unless the user asks for it.
-    HORIZONTAL_BREAKPOINTS = [(0, "-compact"), (100, "-narrow"), (140, "-wide")]  # -compact: 80×24
+    HORIZONTAL_BREAKPOINTS = [(0, "-compact"), (90, "-narrow"), (140, "-wide")]  # -compact: 80×24
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     TREE_WIDTH = (16, 80)  # what [ and ] may set the tree's width to
     COMMANDS = {WorkbenchCommands}

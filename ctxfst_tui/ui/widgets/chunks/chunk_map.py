@@ -124,13 +124,14 @@ class ChunkMap(ScrollView, can_focus=True):
         if row >= len(self._rows):
             return Strip.blank(width, base)
         kind, a, b = self._rows[row]
+        text_width = self.scrollable_content_region.width - GUTTER  # (the scrollbar is not for text)
         if kind == "header":
             segments = self._header_segments(a)
             return Strip(segments).adjust_cell_length(width, base)
         band_style = self._band_style(b)
         number = self.get_component_rich_style("chunk-map--line-number")
         text = self._lines[a - 1].expandtabs(4).translate(_CONTROL_STANDINS)
-        body = Strip([Segment(text, base)]).crop(scroll_x, scroll_x + width - GUTTER)
+        body = Strip([Segment(text, base)]).crop(scroll_x, scroll_x + text_width)
         segments = [Segment("▌", band_style), Segment(f"{a:>6} ", number), *body]
         return Strip(segments).adjust_cell_length(width, base)
 

@@ -9,18 +9,25 @@ as is (with the allowed range); the chunks keep the last valid budget meanwhile.
 escape leaves a field, and focus is never put back into one behind the user's back (after a
 dialog or the palette), so digits typed for the views (1–5) land in a field only on purpose.
 Each document keeps its own budget (``use_document``).
+
+Tab moves between panes: the map is the pane's one tab stop. The controls join the focus chain
+once one of them is entered (``s``, or a click) and leave it with the focus, so from the size
+field tab reaches the overlap and shift+tab the unit, and tab from the map goes on to the next pane.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.markup import escape as escape_markup
+from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Sparkline, Static
 
 from ctxfst_tui.core.chunking.spans import ChunkSpan, size_summary
@@ -31,17 +38,39 @@ DEBOUNCE_SECONDS = 0.3
 DEFAULTS = DEFAULT_BUDGETS
 LEAVE_HINT = "Enter or esc: back to the chunks (n / p)"
 SIZE_STEP = {"tokens": 64, "chars": 256}
+CONTROLS_WIDTH = 52  # cells the top row's labels, unit, size and overlap take, with the stats' gap
 
 
 EMPTY_NOTE = "Select a document in the tree (Enter) to see where its chunks begin and end."
 
 
-class BudgetField(Input):
+class PaneControl:
+    """A control of the pane's top row: a tab stop only while the controls are in use."""
+
+    def _preview(self) -> ChunkPreview | None:
+        return next((a for a in self.ancestors if isinstance(a, ChunkPreview)), None)  # type: ignore[attr-defined]
+
+    def allow_focus(self) -> bool:
+        preview = self._preview()
+        return super().allow_focus() and (preview is None or preview.controls_open or self.has_focus)  # type: ignore[misc]
+
+    def focus(self, scroll_visible: bool = True):  # noqa: ANN201 - as Widget.focus
+        preview = self._preview()
+        if preview is not None:
+            preview.controls_open = True  # focused on purpose (s, a click, the screen): a tab stop now
+        return super().focus(scroll_visible)  # type: ignore[misc]
+
+
+class BudgetField(PaneControl, Input):
     """A size or overlap field: free text (never filtered), checked by the pane, which sets
     ``-invalid`` (its check spans both fields, so Input's own per-field validation stays off)."""
 
     def __init__(self, value: str, *, id: str, compact: bool = True) -> None:
         super().__init__(value, id=id, compact=compact, validate_on=[])
+
+
+class UnitSelect(PaneControl, Select[str]):
+    """The unit of the budget: tokens or characters."""
 
 
 class ChunkPreview(Vertical):
@@ -77,12 +106,14 @@ class ChunkPreview(Vertical):
         self._edited = ""  # the id of the field typed in last
         self._budgets: dict[object, Budget] = {}  # each document's own budget, once set
         self._document: object = None  # the key (path) of the document the controls belong to
+        self.controls_open = False  # the top row's controls are tab stops (one of them has been entered)
+        self._stats = ""  # the chunks' count and sizes (markup), shown beside the controls or below
         self.border_title = "Chunks"
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="preview-controls"):
             yield Label("Unit", classes="control-label")
-            yield Select([("tokens", "tokens"), ("chars", "chars")], value="tokens", allow_blank=False, id="preview-unit", compact=True)
+            yield UnitSelect([("tokens", "tokens"), ("chars", "chars")], value="tokens", allow_blank=False, id="preview-unit", compact=True)
             yield Label("Size", classes="control-label")
             low, high = size_range()
             size = BudgetField(str(DEFAULTS["tokens"][0]), id="preview-size", compact=True)
@@ -93,6 +124,7 @@ class ChunkPreview(Vertical):
             overlap.tooltip = f"Overlap, a whole number from 0 to half the size. {LEAVE_HINT}."
             yield overlap
             yield Static("", id="preview-stats")
+        yield Static("", id="preview-stats-row")  # the stats on their own line when the row is full
         yield Static("", id="preview-hint")
         yield Sparkline([], id="preview-sparkline")
         yield Static(EMPTY_NOTE, id="preview-message")
@@ -143,15 +175,30 @@ class ChunkPreview(Vertical):
             stats += f" · [b $warning]⚠ {s['small']} under 100[/]"
         if s["large"]:
             stats += f" · [b $warning]⚠ {s['large']} over 1,500[/]"
-        self.query_one("#preview-stats", Static).update(stats)
+        self._show_stats(stats)
         self.border_subtitle = what
+
+    def _show_stats(self, stats: str) -> None:
+        self._stats = stats
+        self.query_one("#preview-stats", Static).update(stats)
+        self.query_one("#preview-stats-row", Static).update(stats)
+        self._place_stats()
+
+    def _place_stats(self) -> None:
+        """Beside the controls when they fit there (120 columns), else on the line below (80)."""
+        plain = Text.from_markup(self._stats).plain if self._stats else ""
+        width = self.content_region.width
+        self.set_class(bool(plain) and bool(width) and CONTROLS_WIDTH + cell_len(plain) > width, "-stacked")
+
+    def on_resize(self) -> None:
+        self._place_stats()
 
     def show_message(self, text: str) -> None:
         """No chunks to draw (nothing open, or a document that cannot be chunked): say why, in full."""
         self.add_class("-message")
         self.query_one(ChunkMap).show("", [])
         self.query_one(Sparkline).data = []
-        self.query_one("#preview-stats", Static).update("")
+        self._show_stats("")
         self.query_one("#preview-message", Static).update(text)
         self.border_subtitle = ""
 
@@ -260,10 +307,27 @@ class ChunkPreview(Vertical):
             self._leave_fields()
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if not isinstance(event.widget, PaneControl) and not self._in_controls(event.widget):
+            self.controls_open = False
         self._update_hint()
 
     def on_descendant_blur(self, event: events.DescendantBlur) -> None:
-        self.call_after_refresh(self._update_hint)
+        self.call_after_refresh(self._blurred)
+
+    def _blurred(self) -> None:
+        if not self._in_controls(self.screen.focused):
+            self.controls_open = False  # left the controls: tab passes them by again
+        self._update_hint()
+
+    def _in_controls(self, widget: object) -> bool:
+        return isinstance(widget, Widget) and any(isinstance(a, PaneControl) for a in widget.ancestors_with_self)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        """A click on a control enters it (it is not a tab stop until then, so the screen did not)."""
+        widget = event.widget
+        control = next((a for a in widget.ancestors_with_self if isinstance(a, PaneControl)), None) if widget else None
+        if control is not None and not control.has_focus:
+            control.focus()
 
     def action_convert(self) -> None:
         self.post_message(self.ConvertRequested())

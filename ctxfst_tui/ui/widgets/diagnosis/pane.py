@@ -148,6 +148,19 @@ class DiagnosisTree(Tree[Data]):
         return self.get_component_rich_style(f"diagnosis-tree--{component}", partial=True, default=NULL_STYLE)
 
     def render_label(self, node: TreeNode[Data], base_style: Style, style: Style) -> Text:
+        """The row, cut with … to the tree's width (the whole finding is in the detail below)."""
+        label = self._label(node, base_style, style)
+        width = self.scrollable_content_region.width
+        if width:
+            depth, parent = 0, node.parent
+            while parent is not None:
+                depth, parent = depth + 1, parent.parent
+            room = max(width - (depth - 1) * self.guide_depth, 1)  # the guides (none for the hidden root)
+            if label.cell_len > room:
+                label.truncate(room, overflow="ellipsis")
+        return label
+
+    def _label(self, node: TreeNode[Data], base_style: Style, style: Style) -> Text:
         data = node.data
         if isinstance(data, str):  # a category
             members = [c.data for c in node.children if isinstance(c.data, DiagnosisItem)]

@@ -8,11 +8,13 @@ label is repainted only when its text changed, at most every ``PAINT_EVERY`` sec
 without a layout pass (it is one fixed-size line); the progress bar appears once the job
 knows its total. Until then the label says what happens ("starting…", "loading the model…")
 and the ticking elapsed time shows it is alive: Textual's indeterminate bar would animate at
-15 frames a second.
+15 frames a second. "esc cancels" has a place of its own at the right end: on a narrow terminal
+the label is cut with … before it, never the way out of the job.
 """
 from __future__ import annotations
 
 import time
+from pathlib import PurePath
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -23,6 +25,7 @@ from textual.widgets import ProgressBar, Static
 from ctxfst_tui.services.jobs import Job, JobProgress, format_duration
 
 PAINT_EVERY = 0.25  # s between two repaints of the label for progress alone
+CANCEL_HINT = "esc cancels"
 
 
 def phase_parts(job: Job, progress: JobProgress | None, cancelling: bool) -> list[Content]:
@@ -33,7 +36,8 @@ def phase_parts(job: Job, progress: JobProgress | None, cancelling: bool) -> lis
     if progress is None or progress.phase == "starting":
         return [Content("starting…")]
     if progress.phase == "loading":
-        return [Content(f"loading {job.model or 'the model'}…")]
+        model = PurePath(job.model).name if job.model else "the model"  # the file, not its folders
+        return [Content(f"loading {model}…")]
     return []
 
 
@@ -61,6 +65,7 @@ class JobStatus(Horizontal, can_focus=False):
         yield Static(id="job-label")
         # Determinate from the start (an indeterminate bar animates); hidden until a total is known.
         yield ProgressBar(total=1, show_eta=False, id="job-bar")
+        yield Static(Content.styled(CANCEL_HINT, "$text-muted"), id="job-hint")
 
     # ------------------------------------------------------------ what the screen hands down
     def start(self, job: Job) -> None:
@@ -116,10 +121,8 @@ class JobStatus(Horizontal, can_focus=False):
         if p is not None and p.cache_hits:
             parts.append(Content(f"{p.cache_hits} cached"))
         parts.append(Content(format_duration(job.elapsed)))
-        if not self.cancelling:
-            parts.append(Content.styled("esc cancels", "$text-muted"))
         line = Content(" · ").join(parts)
-        self.text = line.plain
+        self.text = line.plain + ("" if self.cancelling else f" · {CANCEL_HINT}")  # as the line reads
         if self.text == self._shown:
             return
         wait = self._painted + PAINT_EVERY - time.monotonic()
@@ -134,6 +137,7 @@ class JobStatus(Horizontal, can_focus=False):
         self._render_line(now=True)
 
     def _paint(self, line: Content) -> None:
-        self._shown, self._painted = line.plain, time.monotonic()
+        self._shown, self._painted = self.text, time.monotonic()
+        self.query_one("#job-hint", Static).display = not self.cancelling
         # One fixed-size line (width 1fr, height 1): a repaint, never a layout of the screen.
         self.query_one("#job-label", Static).update(line, layout=False)
