@@ -149,6 +149,18 @@ def private_home(monkeypatch, home: Path) -> None:
         monkeypatch.delenv(var, raising=False)
 
 
+def isolated_model_home(tmp_path: Path, monkeypatch) -> ModelHome:
+    """``model_home`` under ``tmp_path`` as HOME, with private self-test verdicts and completion
+    cache: what every discovery test starts from."""
+    from ctxfst_tui.core.llm import probe
+
+    layout = model_home(tmp_path)
+    private_home(monkeypatch, layout.home)
+    monkeypatch.setenv(probe.ENV_CACHE, str(tmp_path / "verdicts" / "probe.json"))
+    monkeypatch.setenv("CTXFST_TUI_COMPLETION_CACHE", str(tmp_path / "completions.sqlite"))
+    return layout
+
+
 class _ListsModels(http.server.BaseHTTPRequestHandler):
     ids: list[str] = []
 

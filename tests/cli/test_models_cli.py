@@ -9,16 +9,12 @@ import pytest
 
 from ctxfst_tui import config as cfg
 from ctxfst_tui.cli import main
-from ctxfst_tui.core.llm import probe
-from model_home import model_home, models_server, private_home, write_gguf
+from model_home import isolated_model_home, models_server, write_gguf
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    layout = model_home(tmp_path)
-    private_home(monkeypatch, layout.home)
-    monkeypatch.setenv(probe.ENV_CACHE, str(tmp_path / "verdicts" / "probe.json"))
-    monkeypatch.setenv("CTXFST_TUI_COMPLETION_CACHE", str(tmp_path / "completions.sqlite"))
+    layout = isolated_model_home(tmp_path, monkeypatch)
     return layout
 
 

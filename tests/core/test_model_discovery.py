@@ -17,7 +17,7 @@ from ctxfst_tui.core.llm.discovery import (
 )
 from ctxfst_tui.core.llm.gguf_header import GGUFError, read_gguf_header
 from ctxfst_tui.core.llm.settings import ModelSettings
-from model_home import gguf_bytes, model_home, model_metadata, models_server, private_home, silent_port, write_gguf
+from model_home import isolated_model_home, gguf_bytes, model_metadata, models_server, private_home, silent_port, write_gguf
 
 needs_llama = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama_cpp is not installed")
 PROBE_OK = "import json, sys\nprint(json.dumps({'ok': True, 'system_info': 'CPU : FAKE = 1'}))\n"
@@ -25,10 +25,7 @@ PROBE_OK = "import json, sys\nprint(json.dumps({'ok': True, 'system_info': 'CPU 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    layout = model_home(tmp_path)
-    private_home(monkeypatch, layout.home)
-    monkeypatch.setenv(probe.ENV_CACHE, str(tmp_path / "verdicts" / "probe.json"))
-    monkeypatch.setenv("CTXFST_TUI_COMPLETION_CACHE", str(tmp_path / "completions.sqlite"))
+    layout = isolated_model_home(tmp_path, monkeypatch)
     monkeypatch.delenv(probe.ENV_COMMAND, raising=False)
     return layout
 
