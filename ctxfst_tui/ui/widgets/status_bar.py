@@ -11,14 +11,12 @@ from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import Static
 
+from ctxfst_tui.core.text import plural
 from ctxfst_tui.services.report import DocumentStatus
 
 STATE_STYLE = {"valid": "$text-success", "warnings": "$text-warning", "errors": "$text-error"}
 GLYPH = {"valid": "✓", "warnings": "▲", "errors": "✗"}
 
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 class StatusBar(Static, can_focus=False):
@@ -88,15 +86,15 @@ class StatusBar(Static, can_focus=False):
                 s = self.status
                 detail = ["valid" if s.valid else "invalid"]
                 if s.errors:
-                    detail.append(_plural(s.errors, "error"))
+                    detail.append(plural.count(s.errors, "error", grouped=True))
                 if s.warnings:
-                    detail.append(_plural(s.warnings, "warning"))
+                    detail.append(plural.count(s.warnings, "warning", grouped=True))
                 style = STATE_STYLE[s.state]
                 doc = Content.assemble((GLYPH[s.state] + " ", f"{style} bold"), doc, (" · " + ", ".join(detail), style))
             parts.append(doc)
             if self.chunks is not None:
                 count, tokens, _what = self.chunks
-                parts.append(Content(f"{_plural(count, 'chunk')} · {_plural(tokens, 'token')}"))
+                parts.append(Content(f"{plural.count(count, 'chunk', grouped=True)} · {plural.count(tokens, 'token', grouped=True)}"))
         if self.unsaved:
             parts.append(Content.styled(f"● {self.unsaved} unsaved (ctrl+s)", "$text-warning"))
         if self.job:

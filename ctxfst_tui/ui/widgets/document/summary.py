@@ -7,6 +7,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from ctxfst_tui.core.text.plural import count
 from ctxfst_tui.services.report import DocumentReport
 
 STATE_STYLE = {"valid": "$text-success", "warnings": "$text-warning", "errors": "$text-error"}
@@ -20,9 +21,6 @@ def _size(n: int) -> str:
         return f"{n / 1024:.1f} KB"
     return f"{n / (1024 * 1024):.1f} MB"
 
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 class SummaryRow(Horizontal):
@@ -71,7 +69,7 @@ class DocumentSummary(VerticalScroll, can_focus=False):
             rows.append(("Title", Content.styled("(no title)", "$text-muted italic")))
         rows.append(("Path", Content(report.display_path)))
         verdict = "valid" if status.valid else "invalid"
-        counts = f"{_plural(status.errors, 'error')}, {_plural(status.warnings, 'warning')}"
+        counts = f"{count(status.errors, 'error')}, {count(status.warnings, 'warning')}"
         if status.infos:
             counts += f", {status.infos} info"
         rows.append(("Status", Content.assemble((f"{GLYPH[status.state]} {verdict}", f"{STATE_STYLE[status.state]} bold"), f" — {counts}")))
@@ -88,7 +86,7 @@ class DocumentSummary(VerticalScroll, can_focus=False):
             rows.append(("Body chunks", Content(str(report.body_chunks))))
             rows.append(("Line ending", Content(report.newline)))
             rows.append(("BOM", Content("yes" if report.bom else "no")))
-            rows.append(("Size", Content(f"{_size(report.size)}, {_plural(report.line_count, 'line')}")))
+            rows.append(("Size", Content(f"{_size(report.size)}, {count(report.line_count, 'line')}")))
         else:
             rows.append(("Size", Content(_size(report.size))))
         self._show(rows)

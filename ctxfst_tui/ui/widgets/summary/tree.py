@@ -31,6 +31,7 @@ from textual.widgets import Static, TextArea, Tree
 from textual.widgets.tree import TreeNode
 
 from ctxfst_tui.core.summary.tree import EXTRACTIVE_MARK, STATUS_MARKS, STATUSES, status_mark
+from ctxfst_tui.core.text.plural import count
 from ctxfst_tui.services.jobs import Job, JobProgress, NovelView, SummaryNodeView, format_duration
 from ctxfst_tui.ui.widgets.jobs.status import phase_parts, position
 
@@ -53,10 +54,6 @@ def reflowed(text: str) -> str:
         return text
     paragraphs = re.split(r"\n[ \t]*\n", text)
     return "\n\n".join(" ".join(part.strip() for part in para.split("\n") if part.strip()) for para in paragraphs)
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'s' if n != 1 else ''}"
 
 
 class SummaryTree(Tree[str]):
@@ -359,8 +356,8 @@ class SummaryPane(Vertical):
             root = view.root
             scenes = sum(1 for v in view.nodes if v.kind == "scene" and not v.front_matter)
             chapters = sum(1 for v in view.nodes if v.kind == "chapter")
-            head = Content.assemble((root.title, "bold"), f" — {root.words:,} words, {plural(chapters, 'chapter')}, "
-                                                          f"{plural(scenes, 'scene')}")
+            head = Content.assemble((root.title, "bold"), f" — {root.words:,} words, {count(chapters, 'chapter', grouped=True)}, "
+                                                          f"{count(scenes, 'scene', grouped=True)}")
             tally = [Content.styled(f"{STATUS_MARKS[s]} {counts[s]} {s}", f"$text-{tone}")
                      for s, tone in (("done", "success"), ("running", "accent"), ("stale", "warning"),
                                      ("failed", "error"), ("pending", "muted")) if counts.get(s)]
@@ -411,11 +408,11 @@ class SummaryPane(Vertical):
         elif node.status == "pending" or (node.status != "stale" and not node.summary and node.status != "failed"):
             lines.append(Content.styled("Not summarized yet.", "bold"))
             if node.kind == "book":
-                hint = f"s or b summarizes the whole book ({plural(size, 'node')})."
+                hint = f"s or b summarizes the whole book ({count(size, 'node', grouped=True)})."
             elif size <= 1:
                 hint = f"s summarizes this {node.kind}; b the whole book."
             else:
-                hint = f"s summarizes this {node.kind} and what is under it ({plural(size, 'node')}); b the whole book."
+                hint = f"s summarizes this {node.kind} and what is under it ({count(size, 'node', grouped=True)}); b the whole book."
             lines.append(Content.styled(hint, "$text-muted"))
         elif node.status == "failed":
             lines.append(Content.styled(f"{STATUS_MARKS['failed']} Failed: the model's answers were rejected.", "$text-error bold"))
