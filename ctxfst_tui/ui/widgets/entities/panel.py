@@ -147,8 +147,8 @@ class EntityTable(DataTable[Text]):
         return self.get_component_rich_style(f"entity-table--{component}", partial=True)
 
     def on_resize(self) -> None:
-        if self._entities and self._rendered_width != self.scrollable_content_region.width:
-            self._render_rows(self.cursor_row)  # the Documents column follows the width
+        if self._rendered_width != self.scrollable_content_region.width:
+            self._render_rows(self.cursor_row)  # the columns follow the width, an empty table's too
 
     def _render_rows(self, cursor_row: int = 0) -> None:
         """Every column fits the table's width (no sideways scrolling): at its full width when all
@@ -186,8 +186,13 @@ class EntityTable(DataTable[Text]):
         comfortable = [max(m, min(n, COMFORTABLE[key])) for (key, _h, _t), n, m in zip(columns, natural, least)]
         room = width - pad * len(columns) if width else 10_000
         widths = fit_columns(fit_columns(natural, comfortable, room), least, room)
-        if sum(widths) < room:  # the Documents column gets the width the others leave
-            widths[-1] += room - sum(widths)
+        spare = room - sum(widths)
+        for i, n in enumerate(natural):  # width left over goes back to the cut columns first, then Documents
+            give = max(0, min(spare, n - widths[i]))
+            widths[i] += give
+            spare -= give
+        if spare > 0:
+            widths[-1] += spare
         for (key, header, _texts), w in zip(columns, widths):
             self.add_column(cut(header, w), key=key, width=w)
         w = dict(zip((key for key, _h, _t in columns), widths))
