@@ -93,7 +93,7 @@ class Previewer:
             return spans_from_tags(doc, self.counter().count_many), f"current <Chunk> tags ({len(doc.body_chunks)})"
         budget = budget or Budget()
         chunks = self.chunks(doc.text, budget, str(doc.path or ""))
-        return spans_from_chunks(chunks, doc.text, doc.index), "chunker · " + self.options(budget).describe()
+        return spans_from_chunks(chunks, doc.text, doc.index, doc.path.name if doc.path else ""), "chunker · " + self.options(budget).describe()
 
     def convert(self, path: Path, budget: Budget, target: Path) -> int:
         """Write ``path`` as a CtxFST document at ``target`` with this budget's boundaries; returns chunk count."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
 from ctxfst_tui.core.format.schema import CHUNK_TOKENS_MAX, CHUNK_TOKENS_MIN, CHUNK_TOKENS_TARGET
@@ -50,12 +51,40 @@ def _last_line(index: LineIndex, start: int, end: int) -> int:
     return index.line_of(max(end - 1, start))
 
 
-def spans_from_chunks(chunks: Iterable[Any], text: str, index: LineIndex | None = None) -> list[ChunkSpan]:
-    """Spans from chunker output (objects with index, id, start, end, tokens, breadcrumb, synthetic)."""
+FIRST_WORDS = 40  # characters of a chunk's first words in a label without a heading
+
+
+def first_words(text: str, width: int = FIRST_WORDS) -> str:
+    """The first words of ``text`` on one line, cut at a word with … past ``width`` characters."""
+    words = text.split()
+    out = ""
+    for word in words:
+        if out and len(out) + 1 + len(word) > width:
+            return out + "…"
+        out = f"{out} {word}" if out else word
+    return out if len(out) <= width else out[: width - 1] + "…"
+
+
+def _file_name(chunk_id: str) -> str:
+    """The file name in a chunker id (``/abs/path/story.txt#0-1a2b3c4d``), "" when it has none."""
+    source, sep, _ = chunk_id.rpartition("#")
+    return Path(source).name if sep and source else ""
+
+
+def spans_from_chunks(chunks: Iterable[Any], text: str, index: LineIndex | None = None, name: str = "") -> list[ChunkSpan]:
+    """Spans from chunker output (objects with index, id, start, end, tokens, breadcrumb, synthetic).
+
+    A chunk under no heading (a novel's first chunk, a note without headings) is labelled with
+    the file's ``name`` (by default the one in the chunk's id) and its first words, never with
+    the id (an absolute path and a hash)."""
     index = index or LineIndex(text)
     out = []
     for c in chunks:
         meta = getattr(c, "metadata", None) or {}
+        label = str(getattr(c, "breadcrumb", "") or getattr(c, "heading", "") or "")
+        if not label:
+            words = first_words(text[int(c.start):int(c.end)])
+            label = " · ".join(part for part in (name or _file_name(str(c.id)), words) if part)
         out.append(
             ChunkSpan(
                 index=int(c.index),
@@ -65,7 +94,7 @@ def spans_from_chunks(chunks: Iterable[Any], text: str, index: LineIndex | None 
                 line=index.line_of(int(c.start)),
                 end_line=_last_line(index, int(c.start), int(c.end)),
                 tokens=int(c.tokens),
-                label=str(getattr(c, "breadcrumb", "") or getattr(c, "heading", "") or ""),
+                label=label,
                 synthetic=bool(getattr(c, "synthetic", False)),
                 oversize=bool(meta.get("oversize", False)) if isinstance(meta, dict) else False,
             )
