@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxfst_tui.cli.common import CliError, read_text, write_output
+from ctxfst_tui.core.text.plural import count
 
 
 def add_chunk_options(p: argparse.ArgumentParser) -> None:
@@ -67,7 +68,7 @@ def cmd_chunk(args: argparse.Namespace) -> int:
         flag = " [atomic, over budget]" if c.metadata.get("oversize") else ""
         print(f"{c.index:>{width}}  {c.tokens:>6}  {c.length:>6}  {crumb} — {words}{flag}")
     total = sum(c.tokens for c in chunks)
-    print(f"{len(chunks)} chunk(s), {total} tokens in all; budget {options.describe()}")
+    print(f"{count(len(chunks), 'chunk')}, {count(total, 'token')} in all; budget {options.describe()}")
     return 0
 
 
@@ -88,5 +89,5 @@ def cmd_convert(args: argparse.Namespace) -> int:
     # above is never replaced.
     write_output(target, out, exclusive=not args.force)
     n = out.count("<Chunk id=")
-    print(f"wrote {target}: {n} chunk(s); fill in each chunk's context and the entities next", file=sys.stderr)
+    print(f"wrote {target}: {count(n, 'chunk')}; fill in each chunk's context and the entities next", file=sys.stderr)
     return 0

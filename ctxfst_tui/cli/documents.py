@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ctxfst_tui.cli.common import CliError, emit_output, load_documents, load_workspace, output_name, save_workspace
+from ctxfst_tui.core.text.plural import count
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -35,8 +36,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(json.dumps(reports[0] if single else reports, ensure_ascii=False, indent=2))
     else:
         verdict = "invalid" if any_errors else "valid"
-        also = f" ({len(skipped)} special file(s) skipped)" if skipped else ""
-        print(f"{len(docs)} file(s) checked{also}: {errors} error(s), {warnings} warning(s) — {verdict}")
+        also = f" ({count(len(skipped), 'special file')} skipped)" if skipped else ""
+        print(f"{count(len(docs), 'file')} checked{also}: {count(errors, 'error')}, {count(warnings, 'warning')} — {verdict}")
     return 1 if any_errors else 0
 
 
@@ -48,12 +49,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         result = export_documents(docs)
     except ExportRefused as exc:
         f = exc.finding
-        more = f" (and {exc.count - 1} more error(s); run 'ctxfst-tui validate')" if exc.count > 1 else ""
+        more = f" (and {count(exc.count - 1, 'more error')}; run 'ctxfst-tui validate')" if exc.count > 1 else ""
         raise CliError(f"export refused: {f.one_line()}{more}", 1) from None
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     emit_output(args.output, dumps(result, args.format, args.pretty))
-    print(f"exported {len(result.chunks)} chunk(s) and {len(result.entities)} entit(y/ies) from {len(docs)} file(s) to {output_name(args.output)}", file=sys.stderr)
+    print(f"exported {count(len(result.chunks), 'chunk')} and {count(len(result.entities), 'entity')} "
+          f"from {count(len(docs), 'file')} to {output_name(args.output)}", file=sys.stderr)
     return 0
 
 
@@ -86,7 +88,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
                 from ctxfst_tui.core.workspace.fixes import describe_fix
 
                 print(f"    fix: {describe_fix(issue['fix'])}")
-    print(f"{len(reports)} file(s) diagnosed: {total} finding(s)")
+    print(f"{count(len(reports), 'file')} diagnosed: {count(total, 'finding')}")
     return status
 
 
@@ -113,8 +115,9 @@ def _apply_fixes(args: argparse.Namespace) -> int:
             if d.text != before[id(d)]:
                 sys.stdout.writelines(difflib.unified_diff(
                     before[id(d)].splitlines(keepends=True), d.text.splitlines(keepends=True), d.label, d.label))
-        print(f"{len(run.applied)} fix(es) would be applied; nothing written (--dry-run)", file=sys.stderr)
+        print(f"{count(len(run.applied), 'fix')} would be applied; nothing written (--dry-run)", file=sys.stderr)
         return 0
     saved = save_workspace(ws)
-    print(f"{len(run.applied)} fix(es) applied, {len(run.skipped)} skipped; {len(saved)} file(s) written", file=sys.stderr)
+    print(f"{count(len(run.applied), 'fix')} applied, {len(run.skipped)} skipped; {count(len(saved), 'file')} written",
+          file=sys.stderr)
     return 0

@@ -10,6 +10,7 @@ from typing import Any
 
 from ctxfst_tui.cli.common import CliError, editable_document, emit_output, load_workspace, read_json, save_workspace
 from ctxfst_tui.cli.model_options import make_backend_from_args
+from ctxfst_tui.core.text.plural import count
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
@@ -74,7 +75,7 @@ def cmd_entities_list(args: argparse.Namespace) -> int:
         where = ", ".join(Path(d).name for d in r.declared_in) or "(declared nowhere)"
         aliases = ", ".join(r.aliases)
         print(f"{r.id:32} {str(r.name or ''):24} {str(r.type or ''):10} {r.chunks:>6}  {aliases + ' · ' if aliases else ''}{where}")
-    print(f"{len(rows)} entit(y/ies)")
+    print(count(len(rows), "entity"))
     return 0
 
 
@@ -92,7 +93,7 @@ def cmd_entities_suggest(args: argparse.Namespace) -> int:
         for reason in c.reasons:
             print(f"    {reason}")
     sure = sum(c.tier == "sure" for c in clusters)
-    print(f"{len(clusters)} cluster(s): {sure} sure, {len(clusters) - sure} to review")
+    print(f"{count(len(clusters), 'cluster')}: {sure} sure, {len(clusters) - sure} to review")
     return 0
 
 
@@ -108,7 +109,7 @@ def cmd_entities_merge(args: argparse.Namespace) -> int:
         print(result, end="" if str(result).endswith("\n") else "\n")
         return 0
     saved = save_workspace(ws)
-    print(f"merged {', '.join(args.merged)} into {args.into}; {len(saved)} file(s) written", file=sys.stderr)
+    print(f"merged {', '.join(args.merged)} into {args.into}; {count(len(saved), 'file')} written", file=sys.stderr)
     return 0
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from ctxfst_tui.cli.common import CliError, check_path
 from ctxfst_tui.cli.model_options import add_model_options
+from ctxfst_tui.core.text.plural import count
 
 MODES = ("bm25", "vector", "entity", "hybrid", "auto")
 BAR = "▇"
@@ -168,7 +169,7 @@ def format_answer(answer: Any) -> str:
     lines = [f"query: {answer.query}"]
     if answer.translated:
         lines.append(f"translated: {answer.translated}")
-    lines.append(f"mode: {answer.mode} · {len(answer.results)} result{'s' if len(answer.results) != 1 else ''} "
+    lines.append(f"mode: {answer.mode} · {count(len(answer.results), 'result')} "
                  f"in {answer.seconds * 1000:.0f} ms")
     for r in answer.results:
         where = r.document + (f" › {r.breadcrumb}" if r.breadcrumb else "")

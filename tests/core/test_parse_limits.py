@@ -423,7 +423,7 @@ def test_cli_nested_tags_memory_stays_small(tmp_path, command):
     args = [command, path] + (["--output", tmp_path / "out.json"] if command == "export" else [])
     done, rss, seconds = cli(*args)
     assert "internal error" not in done.stderr
-    assert ("[tag-nested]" if command != "diagnose" else "1 file(s) diagnosed") in done.stdout + done.stderr
+    assert ("[tag-nested]" if command != "diagnose" else "1 file diagnosed") in done.stdout + done.stderr
     assert rss < MAX_RSS_MB, f"{command} peaked at {rss:.0f} MB"
     assert seconds < 90
     assert not (tmp_path / "out.json").exists()
