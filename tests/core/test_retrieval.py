@@ -129,6 +129,18 @@ def test_a_ctxfst_document_keeps_its_chunks_with_breadcrumbs_and_entity_names(tm
     assert js.tokens > 0
 
 
+def test_a_yaml_comment_in_the_frontmatter_is_not_a_heading_of_the_chunks(tmp_path):
+    """sample_docs/platform-runbook starts its frontmatter with ``# Entities are ...``: a YAML
+    comment, which headed every chunk's breadcrumb (and embedded text) as an H1."""
+    doc = tmp_path / "runbook.ctxfst.md"
+    doc.write_text(NOTE_DOC.replace("entities:\n", "# Entities are the concepts of this note.\nentities:\n", 1))
+    corpus = load_corpus(doc)
+    assert corpus.chunks[0].breadcrumb == "Languages > Web"
+    assert all("Entities are" not in c.breadcrumb and "Entities are" not in c.embed_text for c in corpus.chunks)
+    runbook = load_corpus(Path(__file__).resolve().parents[2] / "sample_docs" / "platform-runbook.ctxfst.md")
+    assert [c.breadcrumb for c in runbook.chunks] == ["Build the image", "Deploy with Helm", "Database"]
+
+
 def test_a_folder_chunks_plain_notes_and_records_the_options(tmp_path):
     (tmp_path / "a.ctxfst.md").write_text(NOTE_DOC)
     (tmp_path / "notes.md").write_text("# Notes\n\n" + "A paragraph about tea and kettles.\n\n" * 40)

@@ -112,12 +112,24 @@ def _add_chunk(corpus: Corpus, chunk: CorpusChunk, record: dict[str, Any]) -> No
             corpus.entities[eid].chunks.append(chunk.key)
 
 
-def _heading_path(text: str, start: int, end: int) -> str:
+def _heading_path(heads: list[tuple[int, int, str]], start: int, end: int) -> str:
     """The heading path (``A > B > C``) of the span ``start:end`` of a Markdown body, down to its
     own first heading when it has one."""
-    from ctxfst_tui.core.contextualize.material import breadcrumb, headings
+    from ctxfst_tui.core.contextualize.material import breadcrumb
 
-    return breadcrumb(headings(text), start, end)[1]
+    return breadcrumb(heads, start, end)[1]
+
+
+def _headings(text: str) -> list[tuple[int, int, str]]:
+    from ctxfst_tui.core.contextualize.material import headings
+
+    return headings(text)
+
+
+def _body_headings(doc: Document) -> list[tuple[int, int, str]]:
+    """The body's headings, at offsets into the whole text: a YAML comment in the frontmatter
+    (``# Entities are ...``) looks like an ATX heading and must not head every chunk."""
+    return [(off + doc.body_start, level, title) for off, level, title in _headings(doc.text[doc.body_start:])]
 
 
 def _from_document(corpus: Corpus, doc: Document, label: str, embed: str) -> None:
@@ -129,9 +141,9 @@ def _from_document(corpus: Corpus, doc: Document, label: str, embed: str) -> Non
         if isinstance(e.data, dict):
             corpus.export["entities"].append(e.data)
     spans = {c.id: (c.content_span.start, c.content_span.end) for c in doc.body_chunks}
-    text = doc.text
+    heads = _body_headings(doc)
     for rec in records:
-        crumb = _heading_path(text, *spans.get(rec["id"], (0, 1)))
+        crumb = _heading_path(heads, *spans.get(rec["id"], (0, 1)))
         context = rec.get("context") if isinstance(rec.get("context"), str) else ""
         content = rec["content"] if isinstance(rec["content"], str) else ""
         chunk = CorpusChunk(
@@ -190,7 +202,7 @@ def _from_export(corpus: Corpus, path: Path, embed: str) -> None:
         content = rec.get("content") if isinstance(rec.get("content"), str) else ""
         context = rec.get("context") if isinstance(rec.get("context"), str) else ""
         source = rec.get("source") if isinstance(rec.get("source"), str) else label
-        crumb = _heading_path(content, 0, len(content)) if content.lstrip().startswith("#") else ""
+        crumb = _heading_path(_headings(content), 0, len(content)) if content.lstrip().startswith("#") else ""
         chunk = CorpusChunk(
             key=f"{source}#{rec['id']}", chunk_id=rec["id"], document=source, breadcrumb=crumb,
             content=content, context=context, tags=_strings(rec.get("tags")), entities=_strings(rec.get("entities")),
