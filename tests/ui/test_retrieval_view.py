@@ -10,6 +10,7 @@ import pytest
 from conftest import held_session
 from fakes import TranslatingBackend
 from pilot import notifications, settle, started, until
+from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.widgets import Input, TabbedContent
 
@@ -21,7 +22,7 @@ from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
 from ctxfst_tui.ui.widgets.document.source_view import SourceView
 from ctxfst_tui.ui.widgets.retrieval.pane import RetrievalPane
-from ctxfst_tui.ui.widgets.retrieval.results import ResultList, bar, fit, snippet
+from ctxfst_tui.ui.widgets.retrieval.results import ResultList, bar, fit, result_prompt, snippet, wrap
 from ctxfst_tui.ui.widgets.retrieval.scoreboard import Scoreboard
 
 STYLES = Path(__file__).resolve().parents[2] / "ctxfst_tui" / "ui" / "styles"
@@ -185,6 +186,23 @@ def test_bars_and_snippets():
     got = snippet(text, ["write"])
     assert "write-ahead" in got and got.startswith("…") and got.endswith("…") and len(got) <= 150
     assert fit("我對資料庫其實懂哪些東西", 9) == "我對資料…" and fit("short", 9) == "short"
+
+
+def test_a_result_snippet_takes_two_indented_lines_within_the_width():
+    """The snippet used to be one long line that the list wrapped at column 0, under the rank."""
+    from types import SimpleNamespace
+
+    content = "PostgreSQL keeps a write-ahead log so that a crash loses no committed work. " * 6
+    result = SimpleNamespace(rank=1, chunk_id="db:wal", score=0.9, document="db.md", breadcrumb="Storage",
+                             raw={"bm25": 1.0}, signals={"bm25": 1.0}, content=content, context="",
+                             terms=["write"], entities=[])
+    for width in (40, 80):
+        lines = result_prompt(result, width).plain.split("\n")
+        body = lines[3:5]
+        assert all(line.startswith("    ") and cell_len(line) <= width for line in body), body
+        assert "write-ahead" in "".join(body) and body[1].endswith("…")
+    cjk = "我對資料庫其實懂哪些東西" * 20
+    assert all(cell_len(line) <= 20 for line in wrap(cjk, 20, 2)) and wrap(cjk, 20, 2)[1].endswith("…")
 
 
 # ---------------------------------------------------------------- in the workbench (key 6)

@@ -60,6 +60,32 @@ def snippet(text: str, terms: list[str], cells: int = SNIPPET_CELLS) -> str:
     return lead + fit(flat[start:], cells - len(lead))
 
 
+def wrap(text: str, cells: int, lines: int) -> list[str]:
+    """``text`` broken at spaces into at most ``lines`` lines of ``cells`` cells (a word longer than
+    a line, or a run of CJK with no spaces, is cut by cells); the last ends in "…" when text is left."""
+    out: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        candidate = f"{line} {word}" if line else word
+        if cell_len(candidate) <= cells:
+            line = candidate
+            continue
+        if line:
+            out.append(line)
+        while cell_len(word) > cells:
+            head = set_cell_size(word, cells).rstrip() or word[0]
+            out.append(head)
+            word = word[len(head):]
+        line = word
+    if line:
+        out.append(line)
+    if len(out) > lines:
+        out = out[:lines]
+        last = out[-1]
+        out[-1] = (set_cell_size(last, cells - 1).rstrip() if cell_len(last) >= cells else last) + "…"
+    return out
+
+
 def term_pattern(terms: list[str]) -> re.Pattern[str] | None:
     """Case-insensitive matcher of the matched terms, longest first (a word's stem matches the
     start of its inflections: "stor" in "storage")."""
@@ -81,7 +107,9 @@ def result_prompt(result: Any, width: int = 80) -> Content:
             parts += [(f"{name} ", MUTED), (bar(result.raw[name]), "$text-success"),
                       (f" {share(result.signals.get(name, 0.0))} ", MUTED)]
     signals = Content.assemble(*parts) if len(parts) > 1 else Content.styled("    (no signal)", MUTED)
-    body = Content("    " + snippet(result.content or result.context or "", result.terms, 2 * (width - 4) - 8))
+    cells = width - 4
+    text = snippet(result.content or result.context or "", result.terms, 2 * cells - 8)
+    body = Content("\n".join("    " + line for line in wrap(text, cells, 2)))
     pattern = term_pattern(result.terms)
     if pattern is not None:
         body = body.highlight_regex(pattern, style=TERM_STYLE)
