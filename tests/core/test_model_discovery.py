@@ -69,6 +69,7 @@ def test_the_bundled_models_real_header(tmp_path):
     (b"GGUF", "cut short"),
     (b"GGUF\x01\0\0\0" + b"\0" * 16, "GGUF version 1"),
     (b"GGUF\x09\0\0\0" + b"\0" * 16, "unknown GGUF version 9"),
+    (b"GGUF junk, renamed from a text file", "not a GGUF file (it starts with b'GGUF jun': no GGUF version)"),
     (b"GGUF\x03\0\0\0" + b"\0" * 8 + b"\xff" * 8, "damaged: the header claims"),
 ])
 def test_a_file_that_is_not_gguf_or_is_damaged_is_one_line(tmp_path, data, words):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 MAGIC = b"GGUF"
+MAX_VERSION = 255  # versions are small numbers (3 in 2026); a larger field is not a version
 STRING, ARRAY = 8, 9
 SCALAR_FORMATS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 MAX_KEYS = 1 << 20  # more pairs than any real model has: the counts are garbage
@@ -140,6 +141,8 @@ def read_gguf_header(path: str | os.PathLike[str]) -> GGUFHeader:
             order, version = ">", struct.unpack(">I", start[4:8])[0]
         if version == 1:
             raise GGUFError("GGUF version 1, which llama.cpp no longer reads")
+        if version > MAX_VERSION:  # "GGUF" then text: a version no format ever had
+            raise GGUFError(f"not a GGUF file (it starts with {start!r}: no GGUF version)")
         if version not in (2, 3):
             raise GGUFError(f"unknown GGUF version {version}")
         reader = _Reader(fh, size, order)
