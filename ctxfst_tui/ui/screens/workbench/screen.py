@@ -405,6 +405,9 @@ class WorkbenchScreen(Screen[None]):
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         # The workspace-wide panes and the summary tree get the whole height: the open document's summary steps aside.
         self.set_class(event.pane.id in FULL_HEIGHT_TABS, "-workspace-tab")
+        if event.pane.id != "entities-tab":
+            # ◆ in the tree is the highlighted entity's documents: only while the Entities tab shows it
+            self.query_one(DocumentTree).mark_related(set())
         if event.pane.id == "summary-tab":
             self.summary.show(self.current)
         elif event.pane.id == "entities-tab":
