@@ -32,6 +32,7 @@ from ctxfst_tui.core.chunking.spans import ChunkSpan
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.workspace.entity_links import chunks_linking
 from ctxfst_tui.services.analysis import DiagnosisItem, EntityInfo
+from ctxfst_tui.services.report import DocumentStatus, validation_summary
 from ctxfst_tui.ui.messages import (
     ChunksComputed,
     DiskChanged,
@@ -139,6 +140,7 @@ class WorkbenchScreen(Screen[None]):
         self.tree_width: int | None = None  # set by [ ] (or the saved layout); None: the stylesheet's
         self._jump: DiagnosisItem | None = None  # a finding to show once its document is open
         self.discard: Path | None = None  # a document whose unsaved edits the user agreed to drop
+        self.validating: dict[Path, DocumentStatus] | None = None  # "Validate folder": the statuses found so far
         self._analysed_version = -1
         self.editing = Editing(self)
         self.model_jobs = ModelJobs(self)
@@ -209,6 +211,8 @@ class WorkbenchScreen(Screen[None]):
         listed = set(message.paths)
         gone = sorted(p for p in self.session.dirty_paths if p not in listed)  # deleted on disk, edits kept
         self.documents = [*message.paths, *gone]
+        if self.validating is not None:
+            self.validating = {}  # this listing's scan is the one that reports (an earlier one was cancelled)
         tree = self.query_one(DocumentTree)
         tree.show_documents(message.root, self.documents)
         for path in gone:
@@ -223,10 +227,20 @@ class WorkbenchScreen(Screen[None]):
         # Statuses read from disk are stale for documents edited in memory (the analysis has them).
         dirty = self.session.dirty_paths
         self.query_one(DocumentTree).set_statuses({p: s for p, s in message.statuses.items() if p not in dirty})
+        if self.validating is not None:
+            self.validating.update(message.statuses)
 
     @on(WorkspaceLoaded)
     def _workspace_loaded(self, message: WorkspaceLoaded) -> None:
         replaced = self.session.adopt(message.workspace)
+        if self.validating is not None:  # the scan "Validate folder" started is over: what it found
+            found, self.validating = self.validating, None
+            listed = set(self.documents)
+            statuses = {p: s for p, s in found.items() if p in listed}
+            unsaved = len(self.session.dirty_paths & set(statuses))
+            trouble = any(s.errors or s.warnings for s in statuses.values())
+            self.notify(validation_summary(statuses, unsaved), title="Validated",
+                        severity="warning" if trouble else "information", timeout=10 if trouble else 5)
         if self.current in replaced:
             self.open(self.current, reloaded=True)  # changed on disk while held without edits
         self.editing.analyse()
@@ -545,6 +559,7 @@ class WorkbenchScreen(Screen[None]):
 
     def action_validate(self) -> None:
         """Validate every document of the folder again (the tree's marks) and the open one."""
+        self.validating = {}  # filled by the scan's batches; said once it ends (WorkspaceLoaded)
         self.workbench.scan_folder(self.root, self)  # the open document follows if its text changed
         self.notify("Validating the folder…", timeout=2)
 
