@@ -14,6 +14,7 @@ from typing import Any, Callable
 from ctxfst_tui.core.chunking.convert import default_target
 from ctxfst_tui.core.chunking.preview import Budget
 from ctxfst_tui.core.format.document import Document
+from ctxfst_tui.core.text.plural import count
 from ctxfst_tui.core.workspace.alias_diff import diff_aliases
 from ctxfst_tui.core.workspace.entity_ops import (
     EntityOpError,
@@ -57,9 +58,16 @@ class Editing(Controller):
             self.notify(f"Nothing changed ({record.description})." + (f"\n{detail}" if detail else ""), timeout=6 if detail else 3)
             return
         hint = "U or ctrl+y redoes it" if verb == "Undo" else "u undoes it"
-        count = len(record.changes)
-        self.notify(f"{record.description} — {count} document{'s' if count != 1 else ''} changed, not yet saved; {hint}."
-                    + (f"\n{detail}" if detail else ""), title=verb, timeout=6 if detail else 4)
+        changed = {p for p in record.paths if p is not None}
+        unsaved = len(changed & self.session.dirty_paths)
+        if changed and not unsaved:  # e.g. undone back to the text on disk: nothing to save
+            done = {"Undo": "Undone: ", "Redo": "Redone: "}.get(verb, "")
+            text = f"{done}{record.description} — back to the saved text, nothing to save; {hint}."
+        elif unsaved < len(changed):
+            text = f"{record.description} — {count(len(changed), 'document')} changed, {unsaved} not yet saved; {hint}."
+        else:
+            text = f"{record.description} — {count(len(record.changes), 'document')} changed, not yet saved; {hint}."
+        self.notify(text + (f"\n{detail}" if detail else ""), title=verb, timeout=6 if detail else 4)
         self.edited(paths=set(record.paths))
 
     def edited(self, paths: set[Path | None] | None = None, refresh_open: bool = True) -> None:
@@ -175,8 +183,7 @@ class Editing(Controller):
             self.notify(message.error, title="Not saved", severity="error", timeout=8)
         elif message.written:
             names = ", ".join(self.session.label(p) for p in message.written[:3]) + (" …" if len(message.written) > 3 else "")
-            count = len(message.written)
-            self.notify(f"Saved {count} document{'s' if count != 1 else ''}: {names}", title="Saved", timeout=4)
+            self.notify(f"Saved {count(len(message.written), 'document')}: {names}", title="Saved", timeout=4)
         if screen.current is not None and (message.written and screen.current in message.written):
             screen.open(screen.current, reloaded=True)
 
