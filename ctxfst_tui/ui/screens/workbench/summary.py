@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ctxfst_tui.core.summary import NovelSession, SummarySettings
 from ctxfst_tui.core.summary.manuscript import is_manuscript
+from ctxfst_tui.core.text.plural import count
 from ctxfst_tui.services.jobs import Job, SummaryOutcome, format_duration, novel_view, summarize_job
 from ctxfst_tui.ui.messages import JobFinished, NovelOpened, SummaryNodeChanged
 from ctxfst_tui.ui.widgets.summary.tree import EMPTY as NO_NOVEL
@@ -162,17 +163,24 @@ class Summaries(Controller):
             self.notify(message.error, title=f"{job.title}: model error", severity="error", timeout=10)
             return
         lines = []
-        if message.error:
-            lines.append(f"Stopped after {handled} of {report.nodes} nodes: {message.error}")
-        elif report.cancelled:
-            lines.append(f"Cancelled after {handled} of {report.nodes} nodes ({took}); what is done is kept.")
+        early = bool(message.error or report.cancelled)
+        if early:
+            # What was done and what was not reached; never the whole run's counts line, whose
+            # "nodes N" is the scope asked for, not what was done.
+            how = [took, f"{report.computed} summarized", count(report.model_calls, "model call")]
+            if report.reused:
+                how.append(f"{report.reused} reused")
+            rest = report.nodes - handled
+            done = (f"{handled} of {count(report.nodes, 'node')} done ({', '.join(how)})"
+                    + (f"; {rest} not reached." if rest else "."))
+            lines.append(f"Cancelled: {done}" if not message.error else f"Stopped by an error: {done}\n{message.error}")
         else:
             lines.append(f"{job.scope[:1].upper() + job.scope[1:]} of {job.label} in {took}.")
-        lines.append(report.counts_line())
+            lines.append(report.counts_line())
         if report.failed:
             lines.append(f"{report.failed} node{'s' if report.failed != 1 else ''} failed (✗): see the flags beside the summary.")
-        if report.cancelled or message.error:
-            lines.append("Run it again to resume where it stopped.")
+        if early:
+            lines.append("What is done is kept; run it again to resume where it stopped.")
         trouble = bool(report.failed or report.cancelled or message.error)
         self.notify("\n".join(lines), title="Cancelled" if report.cancelled and not message.error else "Summarized",
                     severity="warning" if trouble else "information", timeout=8 if trouble else 5)
