@@ -187,8 +187,10 @@ class Editing(Controller):
         if screen.current is not None and (message.written and screen.current in message.written):
             screen.open(screen.current, reloaded=True)
 
-    def convert(self) -> None:
-        """Ask, then write the open plain document as CtxFST with the chunks shown."""
+    def convert(self, why: str = "") -> None:
+        """Ask, then write the open plain document as CtxFST with the chunks shown.
+
+        ``why``: what the question starts with when another action needs the conversion first."""
         screen = self.screen
         if screen.current is None:
             self.notify("Select a document first.", severity="warning", timeout=2)
@@ -200,7 +202,11 @@ class Editing(Controller):
         target = default_target(source)
         budget = screen.budget or Budget(*screen.query_one(ChunkPreview).budget)
         n = len(screen.spans)
-        question = f"Convert [b]{source.name}[/] to CtxFST with the {n} chunks shown ({budget.size} {budget.unit})?\n\nIt will be written to [b]{target}[/]."
+        if why:
+            question = f"{why}\n\nConvert it now, with the {count(n, 'chunk')} shown ({budget.size} {budget.unit})?"
+        else:
+            question = f"Convert [b]{source.name}[/] to CtxFST with the {count(n, 'chunk')} shown ({budget.size} {budget.unit})?"
+        question += f"\n\nIt will be written to [b]{target}[/]."
         if target.exists():
             question += "\n\n[b $warning]That file exists and will be overwritten.[/]"
             if self.session.is_dirty(target):

@@ -44,6 +44,11 @@ class ModelJobs(Controller):
             self.notify("The workspace is still loading; try again in a moment.", severity="warning", timeout=3)
         elif doc is None:
             self.notify(f"{self.session.label(path)} is not a CtxFST document of the workspace (.md).", severity="warning", timeout=4)
+        elif doc.readable and doc.frontmatter is None and doc.frontmatter_error is None:
+            # No frontmatter at all: a plain note, not a broken document. Offer the conversion.
+            self.screen.editing.convert(
+                why=f"[b]{self.session.label(path)}[/] is a plain note, not yet a CtxFST document: "
+                    f"convert it to CtxFST first, then {what} it.")
         elif not doc.readable or doc.data is None:
             self.notify(f"{self.session.label(path)}: the frontmatter cannot be read; fix it first.", severity="warning", timeout=4)
         elif not chunk_counts(doc)[0]:
