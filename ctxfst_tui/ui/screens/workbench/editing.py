@@ -222,9 +222,10 @@ class Editing(Controller):
         if message.error:
             self.notify(f"{message.source.name}: {message.error}", title="Not converted", severity="error", timeout=8)
             return
-        self.notify(f"Wrote {message.target} ({message.chunks} chunks).", title="Converted", timeout=5)
+        self.notify(f"Wrote {message.target} ({count(message.chunks, 'chunk')}).", title="Converted", timeout=5)
         held = self.session.document(message.target)
         if held is not None and message.target is not None:
             # The file was overwritten on disk: hold the new text (the old edits are gone).
             self.session.replace_document(Document.load(message.target))
+        self.screen.cursor_to = message.target  # the tree is listed again: its cursor on the new file
         self.screen.workbench.scan_folder(self.screen.root, self.screen)

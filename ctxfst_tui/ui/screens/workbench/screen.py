@@ -141,6 +141,7 @@ class WorkbenchScreen(Screen[None]):
         self._jump: DiagnosisItem | None = None  # a finding to show once its document is open
         self.discard: Path | None = None  # a document whose unsaved edits the user agreed to drop
         self.validating: dict[Path, DocumentStatus] | None = None  # "Validate folder": the statuses found so far
+        self.cursor_to: Path | None = None  # a document the tree's cursor goes to once it is listed (a converted file)
         self._analysed_version = -1
         self.editing = Editing(self)
         self.model_jobs = ModelJobs(self)
@@ -214,7 +215,10 @@ class WorkbenchScreen(Screen[None]):
         if self.validating is not None:
             self.validating = {}  # this listing's scan is the one that reports (an earlier one was cancelled)
         tree = self.query_one(DocumentTree)
-        tree.show_documents(message.root, self.documents)
+        cursor = self.cursor_to if self.cursor_to in listed else None
+        if cursor is not None:
+            self.cursor_to = None
+        tree.show_documents(message.root, self.documents, cursor=cursor)
         for path in gone:
             tree.mark_deleted(path)
         self.editing.show_unsaved()

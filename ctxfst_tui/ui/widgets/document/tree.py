@@ -58,8 +58,12 @@ class DocumentTree(Tree[Path | None]):
         self.opened: Path | None = None
 
     # ------------------------------------------------------------ what the screen hands down
-    def show_documents(self, root: Path, paths: list[Path]) -> None:
-        """Replace the tree with ``paths`` (files under ``root``), folders first, then files."""
+    def show_documents(self, root: Path, paths: list[Path], cursor: Path | None = None) -> None:
+        """Replace the tree with ``paths`` (files under ``root``), folders first, then files.
+
+        The cursor goes to ``cursor`` (e.g. a file just written), else stays on the document it
+        was on, else the first line: a folder listed again never sends it back to the top."""
+        was_on = self.cursor_node.data if self.cursor_node is not None else None
         self.clear()
         self._doc_nodes.clear()
         self._deleted &= set(paths)
@@ -78,7 +82,12 @@ class DocumentTree(Tree[Path | None]):
         self.root.expand_all()
         count = len(paths)
         self.border_subtitle = f"{count} document{'s' if count != 1 else ''}" if count else "no documents"
-        if count:
+        if not count:
+            return
+        keep = next((p for p in (cursor, was_on) if isinstance(p, Path) and p in self._doc_nodes), None)
+        if keep is not None and self.last_line >= 0:  # (last_line lays the new lines out: node.line is set)
+            self.move_cursor(self._doc_nodes[keep])
+        else:
             self.cursor_line = 0
 
     def _add_level(self, parent: TreeNode[Path | None], level: dict) -> None:
