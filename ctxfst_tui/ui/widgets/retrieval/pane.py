@@ -2,7 +2,8 @@
 
 The pane drives a ``services.retrieval.RetrievalService`` and never blocks on it: re-indexing,
 queries, explanations and added queries all run in thread workers (lancedb is imported there,
-never on the UI thread). Typing is debounced; a query answered after a newer one was typed is
+never on the UI thread), on the lowered threads of ``core.background`` so that the embedder's
+own threads never outrank the one that draws what is typed. Typing is debounced; a query answered after a newer one was typed is
 dropped. Re-index requests that arrive while one runs are folded into one that follows it, so
 the index catches up with the latest text and the scoreboard names every edit it covers.
 
@@ -27,6 +28,8 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
+from ctxfst_tui.core.background import run_in_background
+from ctxfst_tui.ui.widgets.fixed_input import FixedInput
 from ctxfst_tui.ui.widgets.retrieval.results import ResultList, bar
 from ctxfst_tui.ui.widgets.retrieval.scoreboard import Scoreboard
 
@@ -107,11 +110,11 @@ class RetrievalPane(Vertical):
         self.border_title = "Retrieval"
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder=QUERY_HINT, id="retrieval-query")
+        yield FixedInput(placeholder=QUERY_HINT, id="retrieval-query")
         with Horizontal(id="retrieval-body"):
             yield ResultList(id="retrieval-results")
             yield Scoreboard(id="retrieval-scoreboard")
-        yield Input(id="retrieval-ask", classes="-hidden")
+        yield FixedInput(id="retrieval-ask", classes="-hidden")
         yield Static("", id="retrieval-why", classes="-hidden")
         yield Static("The index is built when the workspace is loaded.", id="retrieval-status")
 
@@ -160,7 +163,7 @@ class RetrievalPane(Vertical):
 
     def _index_worker(self, service: Any, snapshots: list[tuple[Path, bytes]], labels: list[str]) -> None:
         try:
-            refresh = service.refresh(snapshots, ", ".join(labels))
+            refresh = run_in_background(service.refresh, snapshots, ", ".join(labels))
         except Exception as exc:  # a broken index folder, an embedder that cannot load: said, not raised
             self.post_message(_Failed(f"Index not updated: {exc}"))
             return
@@ -224,7 +227,7 @@ class RetrievalPane(Vertical):
 
     def _query_worker(self, service: Any, seq: int, text: str) -> None:
         try:
-            answer = service.search(text, k=RESULTS_K, cancel=get_current_worker().cancelled_event)
+            answer = run_in_background(service.search, text, k=RESULTS_K, cancel=get_current_worker().cancelled_event)
         except Exception as exc:  # a query the index cannot run (another embedder): said in the list
             self.post_message(_Answered(seq, text, error=str(exc)))
             return
@@ -311,7 +314,7 @@ class RetrievalPane(Vertical):
 
     def _explain_worker(self, service: Any, query: str, chunk: str) -> None:
         try:
-            result = service.explain(query, chunk)
+            result = run_in_background(service.explain, query, chunk)
         except Exception as exc:
             self.post_message(_Explained(query, chunk, error=str(exc)))
             return
@@ -326,7 +329,7 @@ class RetrievalPane(Vertical):
 
     def _add_worker(self, service: Any, query: str, expected: str) -> None:
         try:
-            added = service.add_query(query, expected)
+            added = run_in_background(service.add_query, query, expected)
         except Exception as exc:  # nothing expected, a file changed on disk meanwhile: said
             self.post_message(_QueryAdded(error=str(exc)))
             return
