@@ -33,6 +33,7 @@ from textual.widgets import Input, Label, Select, Sparkline, Static
 from ctxfst_tui.core.chunking.spans import ChunkSpan, size_summary
 from ctxfst_tui.core.chunking.preview import DEFAULT_BUDGETS, Budget, parse_budget, size_range
 from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
+from ctxfst_tui.ui.widgets.fixed_input import FixedInput
 
 DEBOUNCE_SECONDS = 0.3
 DEFAULTS = DEFAULT_BUDGETS
@@ -61,7 +62,7 @@ class PaneControl:
         return super().focus(scroll_visible)  # type: ignore[misc]
 
 
-class BudgetField(PaneControl, Input):
+class BudgetField(PaneControl, FixedInput):
     """A size or overlap field: free text (never filtered), checked by the pane, which sets
     ``-invalid`` (its check spans both fields, so Input's own per-field validation stays off)."""
 
