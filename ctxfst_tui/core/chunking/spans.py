@@ -7,6 +7,7 @@ preview and its tests need not know which one they show.
 from __future__ import annotations
 
 import statistics
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -55,14 +56,10 @@ FIRST_WORDS = 40  # characters of a chunk's first words in a label without a hea
 
 
 def first_words(text: str, width: int = FIRST_WORDS) -> str:
-    """The first words of ``text`` on one line, cut at a word with … past ``width`` characters."""
-    words = text.split()
-    out = ""
-    for word in words:
-        if out and len(out) + 1 + len(word) > width:
-            return out + "…"
-        out = f"{out} {word}" if out else word
-    return out if len(out) <= width else out[: width - 1] + "…"
+    """The first words of ``text`` on one line, cut at a word with … past ``width`` characters
+    (``textwrap.shorten``; a first word longer than the line is cut inside)."""
+    short = textwrap.shorten(text, width, placeholder="…") if text.strip() else ""
+    return short if short != "…" else " ".join(text.split())[: width - 1] + "…"
 
 
 def _file_name(chunk_id: str) -> str:

@@ -178,7 +178,7 @@ class Summaries(Controller):
             lines.append(f"{job.scope[:1].upper() + job.scope[1:]} of {job.label} in {took}.")
             lines.append(report.counts_line())
         if report.failed:
-            lines.append(f"{report.failed} node{'s' if report.failed != 1 else ''} failed (✗): see the flags beside the summary.")
+            lines.append(f"{count(report.failed, 'node')} failed (✗): see the flags beside the summary.")
         if early:
             lines.append("What is done is kept; run it again to resume where it stopped.")
         trouble = bool(report.failed or report.cancelled or message.error)

@@ -3,8 +3,8 @@
 The pane drives a ``services.retrieval.RetrievalService`` and never blocks on it: re-indexing,
 queries, explanations and added queries all run in thread workers (lancedb is imported there,
 never on the UI thread), on the lowered threads of ``core.background`` so that the embedder's
-own threads never outrank the one that draws what is typed. Typing is debounced; a query answered after a newer one was typed is
-dropped. Re-index requests that arrive while one runs are folded into one that follows it, so
+own threads never outrank the one that draws what is typed. Typing is debounced; a query
+answered after a newer one was typed is dropped. Re-index requests that arrive while one runs are folded into one that follows it, so
 the index catches up with the latest text and the scoreboard names every edit it covers.
 
 Intents go up as messages: ``ChunkOpenRequested`` (Enter on a result: open the chunk in the
