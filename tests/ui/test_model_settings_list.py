@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from textual.widgets import Input, OptionList, RadioButton
 
 from ctxfst_tui.config import Config, load_state
-from ctxfst_tui.core.llm import probe
+from ctxfst_tui.core.llm import discovery, probe
 from ctxfst_tui.core.llm.settings import ModelSettings
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.modals.model_settings import ModelSettingsScreen
@@ -68,6 +69,15 @@ async def test_enter_picks_a_found_model_runs_its_self_test_and_it_is_remembered
     folder.mkdir()
     (folder / "note.md").write_text(DOC)
     hf = "Qwen/Tiny-Instruct-GGUF/tiny-instruct-q4.gguf"
+    # the servers' answer is held until step (1) has looked, so a busy machine cannot race the 0.4 s timeout
+    looked = threading.Event()
+    real_ask = discovery.ask_servers
+
+    def held_ask(*args, **kwargs):
+        answer = real_ask(*args, **kwargs)
+        looked.wait(30)
+        return answer
+    monkeypatch.setattr(discovery, "ask_servers", held_ask)
 
     with models_server(["qwen2.5:7b"]) as url, silent_port() as stuck:
         # the remembered model is a server that no longer answers: discovery waits its timeout for it
@@ -85,6 +95,7 @@ async def test_enter_picks_a_found_model_runs_its_self_test_and_it_is_remembered
             # (1) the screen is up and answers keys while discovery still waits for the silent server
             assert status().startswith("Looking for models"), status()
             assert modal.query_one("#found", OptionList).has_focus
+            looked.set()
             await until(pilot, lambda: status().startswith("Found"), timeout=10)
             listing = modal.query_one("#found", OptionList)
             assert rows(modal) == [
