@@ -5,13 +5,14 @@ from pathlib import Path
 
 import pytest
 from textual.binding import Binding
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from ctxfst_tui.core.workspace.scan import iter_documents
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.screens.workbench.screen import WorkbenchScreen
 from ctxfst_tui.ui.widgets.document.summary import DocumentSummary
 from ctxfst_tui.ui.widgets.document.tree import DocumentTree
+from ctxfst_tui.ui.widgets.footer import KeyFooter
 from ctxfst_tui.ui.widgets.diagnosis.findings import FindingsPane
 from ctxfst_tui.ui.widgets.document.source_view import SourceView, displayable
 
@@ -66,7 +67,7 @@ async def test_tree_frame_and_keys_then_the_valid_document_reload_and_quit(folde
         assert tree.render_label(node, tree.rich_style, tree.rich_style).plain.startswith("✓ ")
 
         # Header and footer.
-        assert screen.query(Header) and screen.query(Footer)
+        assert screen.query(Header) and screen.query(KeyFooter)
         assert app.title == "CtxFST Workbench"
         assert str(folder.resolve()) in app.sub_title
         shown_keys = {b.key for _, b, enabled, _ in screen.active_bindings.values() if b.show}
