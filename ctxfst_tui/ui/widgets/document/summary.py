@@ -27,7 +27,19 @@ class SummaryRow(Horizontal):
     """One fact: a label and a value that wraps under itself (a hanging indent)."""
 
     def __init__(self, label: str, value: Content) -> None:
-        super().__init__(Static(label, classes="summary-label"), Static(value, classes="summary-value"))
+        self.label, self.value = label, value
+        self._label = Static(label, classes="summary-label")
+        self._value = Static(value, classes="summary-value")
+        super().__init__(self._label, self._value)
+
+    def show(self, label: str, value: Content) -> None:
+        """Change the fact in place: a row re-used costs a repaint, a new one a mount and a restyle."""
+        if label != self.label:
+            self.label = label
+            self._label.update(label)
+        if (value.plain, value.spans) != (self.value.plain, self.value.spans):  # Content's == reads text only
+            self.value = value
+            self._value.update(value)
 
 
 class DocumentSummary(VerticalScroll, can_focus=False):
@@ -42,14 +54,27 @@ class DocumentSummary(VerticalScroll, can_focus=False):
         self.show_nothing()
 
     def _show(self, rows: list[tuple[str, Content]]) -> None:
+        """Show ``rows``, re-using the rows already shown (opening a document re-mounted about ten)."""
         self.text = "\n".join(f"{label}: {value.plain}" for label, value in rows)
+        shown = [child for child in self.children if isinstance(child, SummaryRow)]
         with self.app.batch_update():
-            self.remove_children()
-            self.mount_all(SummaryRow(label, value) for label, value in rows)
+            if len(shown) != len(self.children):  # a note was shown
+                self.remove_children()
+                shown = []
+            for row, (label, value) in zip(shown, rows):
+                row.show(label, value)
+            for row in shown[len(rows):]:
+                row.remove()
+            if len(rows) > len(shown):
+                self.mount_all(SummaryRow(label, value) for label, value in rows[len(shown):])
 
     def _show_note(self, note: Content) -> None:
         self.text = note.plain
+        shown = list(self.children)
         with self.app.batch_update():
+            if len(shown) == 1 and shown[0].has_class("summary-note"):
+                shown[0].update(note)
+                return
             self.remove_children()
             self.mount(Static(note, classes="summary-note"))
 
