@@ -50,33 +50,35 @@ class DocumentSummary(VerticalScroll, can_focus=False):
         self.border_title = "Summary"
         self.text = ""  # the summary as plain text, as a screen reader (or a test) would read it
 
+    def compose(self):
+        yield Static(classes="summary-note")
+
     def on_mount(self) -> None:
         self.show_nothing()
 
     def _show(self, rows: list[tuple[str, Content]]) -> None:
-        """Show ``rows``, re-using the rows already shown (opening a document re-mounted about ten)."""
+        """Show ``rows``, re-using the rows already there: opening a document re-mounted about ten."""
         self.text = "\n".join(f"{label}: {value.plain}" for label, value in rows)
-        shown = [child for child in self.children if isinstance(child, SummaryRow)]
+        shown = list(self.query_children(SummaryRow))
         with self.app.batch_update():
-            if len(shown) != len(self.children):  # a note was shown
-                self.remove_children()
-                shown = []
+            self.query_one(".summary-note").display = False
             for row, (label, value) in zip(shown, rows):
                 row.show(label, value)
+                row.display = True
             for row in shown[len(rows):]:
                 row.remove()
             if len(rows) > len(shown):
                 self.mount_all(SummaryRow(label, value) for label, value in rows[len(shown):])
 
     def _show_note(self, note: Content) -> None:
+        """A note instead of the rows, which are hidden, not removed: the next document re-uses them."""
         self.text = note.plain
-        shown = list(self.children)
         with self.app.batch_update():
-            if len(shown) == 1 and shown[0].has_class("summary-note"):
-                shown[0].update(note)
-                return
-            self.remove_children()
-            self.mount(Static(note, classes="summary-note"))
+            for row in self.query_children(SummaryRow):
+                row.display = False
+            shown = self.query_one(".summary-note", Static)
+            shown.update(note)
+            shown.display = True
 
     # ------------------------------------------------------------ what the screen hands down
     def show_nothing(self) -> None:
