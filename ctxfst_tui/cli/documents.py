@@ -93,21 +93,27 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def _apply_fixes(args: argparse.Namespace) -> int:
-    """diagnose --apply: every machine-applicable fix, in a safe order, then one save (or a diff)."""
+    """diagnose --apply: every machine-applicable fix, in a safe order, then one save (or a diff).
+
+    Only fixes that create no finding as bad as their own are offered (``fix_safety``); each is
+    checked again after the fixes before it, and the workspace is diagnosed again at the end: any
+    finding the fixes created is listed ("created: ...")."""
     from ctxfst_tui.core.diagnosis.diagnose import diagnose_workspace
-    from ctxfst_tui.core.workspace.fixes import apply_fixes, collect_fixes, describe_fix
+    from ctxfst_tui.core.diagnosis.fix_safety import apply_checked_fixes, describe_finding
+    from ctxfst_tui.core.workspace.fixes import describe_fix
 
     ws = load_workspace(args.path)
     reports = diagnose_workspace(ws.docs, "fix")
     # Info-level fixes (e.g. unlinking a weak link) are judgement calls: only errors and
     # warnings are fixed in bulk; the rest are offered one by one in the workbench.
-    severe = [{**r, "issues": [i for i in r.get("issues", []) if i.get("severity") in ("error", "warning")]} for r in reports]
     before = {id(d): d.text for d in ws.docs}
-    run = apply_fixes(ws, collect_fixes(severe))
+    run, created = apply_checked_fixes(ws, reports, ("error", "warning"))
     for fix, _record in run.applied:
         print(f"applied: {describe_fix(fix)}")
     for fix, why in run.skipped:
         print(f"skipped: {describe_fix(fix)} ({why})")
+    for label, issue in created:
+        print(f"created: {describe_finding(label, issue)}")
     if args.dry_run:
         import difflib
 

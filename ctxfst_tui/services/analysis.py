@@ -39,6 +39,7 @@ class DiagnosisItem:
     entity_ids: tuple[Any, ...] = ()
     fix: dict = field(default_factory=dict, compare=False, hash=False)
     fix_description: str = ""
+    fix_withheld: str = ""  # why the diagnosis offers no fix (it would create a finding as bad), if so
 
     @property
     def key(self) -> tuple:
@@ -100,6 +101,7 @@ def _items(doc: Document, report: dict, root: Path) -> list[DiagnosisItem]:
             entity_ids=tuple(issue.get("entity_ids") or ()),
             fix=fix,
             fix_description=describe(fix),
+            fix_withheld=str(issue.get("fix_withheld") or ""),
         ))
     return out
 

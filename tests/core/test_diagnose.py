@@ -548,6 +548,25 @@ def test_weak_links(tmp_path: Path) -> None:
     weak = issues(r, "entity-weak-link")
     assert [i["entity_ids"] for i in weak] == [["entity:go"]]  # postgres is an alias, React is named
     assert weak[0]["severity"] == "info" and weak[0]["line"] == line_of(text, "entities: [entity:postgresql")
+    # its fix would unlink the only link of entity:go, leaving it unused (info): a fix may not
+    # create a finding as bad as its own, so it is withheld and says why
+    assert "fix" not in weak[0]
+    assert weak[0]["fix_withheld"].startswith(
+        "'unlink entity:go from db:ops' would create info [entity-unused] Entity 'entity:go'")
+
+
+def test_a_weak_link_is_unlinked_when_another_chunk_still_links_the_entity(tmp_path: Path) -> None:
+    text = chunked(
+        [("db:ops", "Running the primary database with streaming replicas and nightly dumps",
+          "We keep postgres on dedicated hosts. React is not involved."),
+         ("svc:api", "The API service is written in Go and talks to the primary database",
+          "The Go service reads from postgres.")],
+        LINK_ENTITIES,
+        {"db:ops": "    entities: [entity:postgresql, entity:go, entity:react]\n",
+         "svc:api": "    entities: [entity:go, entity:postgresql]\n"},
+    )
+    weak = issues(run(tmp_path, text), "entity-weak-link")
+    assert [(i["chunk_ids"], i["entity_ids"]) for i in weak] == [(["db:ops"], ["entity:go"])]
     assert weak[0]["fix"] == {"op": "unlink_entity", "chunk_id": "db:ops", "entity_id": "entity:go"}
 
 

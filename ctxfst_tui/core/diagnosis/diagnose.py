@@ -160,4 +160,8 @@ def diagnose_workspace(docs: list[Document], level: str = "diagnose") -> list[di
     _check_level(level)
     ws = WorkspaceIndex(list(docs))
     _run(ws)
+    if level == "fix":  # a fix is offered only when it creates no finding as bad as its own
+        from ctxfst_tui.core.diagnosis.fix_safety import withhold_unsafe_fixes
+
+        withhold_unsafe_fixes(ws)
     return [_report(d, level) for d in ws.diags]

@@ -48,7 +48,7 @@ def _undefined_and_many(d: DocumentDiagnosis) -> None:
             d.add("entity_linking", "warning", "entity-links-many", [c.id],
                   f"Chunk links to many entities ({len(refs)}). Recommend 1-{MAX_CHUNK_ENTITIES}.",
                   "Only link the most central entities discussed in this chunk"
-                  + (f"; these are not named in it: {quote_list(weak)}." if weak else "."), at=at)
+                  + (f"; these are not named in it: {quote_list(weak)}." if weak else "."), at=at, count=len(refs))
         for ref in refs:
             if isinstance(ref, str) and ref in defined:
                 continue

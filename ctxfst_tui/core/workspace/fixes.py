@@ -409,9 +409,14 @@ def _follow(fix: dict, renamed: dict[str, str]) -> dict | None:
     return fix
 
 
-def apply_fixes(ws: Workspace, fixes: Iterable[dict | tuple[Any, dict]], path: str | os.PathLike | None = None) -> FixRun:
+def apply_fixes(ws: Workspace, fixes: Iterable[dict | tuple[Any, dict]], path: str | os.PathLike | None = None,
+                check: Callable[[dict, Any, UndoRecord], str | None] | None = None) -> FixRun:
     """Apply many fixes (bare dicts for ``path``, or ``(path, fix)`` pairs as :func:`collect_fixes`
-    gives) in a safe order; duplicates are applied once, stale fixes are skipped with the reason."""
+    gives) in a safe order; duplicates are applied once, stale fixes are skipped with the reason.
+
+    ``check(fix, path, record)``, called after each fix is applied, may refuse it by returning why:
+    the fix is then undone and skipped with that reason (``diagnose --apply`` refuses a fix that,
+    after the fixes before it, would create a finding as bad as its own)."""
     items: list[tuple[Any, dict]] = []
     seen: set[tuple[str, str]] = set()
     for item in fixes:
@@ -435,6 +440,11 @@ def apply_fixes(ws: Workspace, fixes: Iterable[dict | tuple[Any, dict]], path: s
             record = apply_fix(ws, followed, p)
         except FixError as exc:
             run.skipped.append((fix, str(exc)))
+            continue
+        refused = check(followed, p, record) if check is not None else None
+        if refused:
+            record.undo(ws)
+            run.skipped.append((fix, refused))
             continue
         run.applied.append((followed, record))
         if followed.get("op") == "merge_entities":

@@ -254,6 +254,8 @@ class DiagnosisPane(Vertical):
         if item.fixable:
             what = item.fix_description or ", ".join(f"{k}" for k in item.fix)
             parts.append(Content.assemble(("Fix (f) ", "$text-success bold"), what))
+        elif item.fix_withheld:
+            parts.append(Content.styled(f"No automatic fix: {item.fix_withheld.rstrip('.')}.", "$text-muted"))
         else:
             parts.append(Content.styled("No automatic fix: edit the document or the entities.", "$text-muted"))
         detail.update(Content("\n").join(parts))
@@ -281,6 +283,10 @@ class DiagnosisPane(Vertical):
         item = self.current
         if item is None:
             self.notify("Select a finding first (n / p).", severity="warning", timeout=2)
+            return
+        if not item.fixable and item.fix_withheld:
+            self.notify(f"No automatic fix for {item.rule}: {item.fix_withheld.rstrip('.')}. {item.suggestion}",
+                        severity="warning", timeout=6, markup=False)
             return
         if not item.fixable:
             self.notify(f"No automatic fix for {item.rule}. {item.suggestion}", severity="warning", timeout=5)

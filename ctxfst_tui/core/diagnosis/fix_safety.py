@@ -1,0 +1,186 @@
+"""Fixes that never make a document worse: each fix is tried before it is offered.
+
+A ``fix`` is offered (``diagnose --level fix``, ``diagnose --apply``, the workbench's Diagnosis
+view) only when applying it creates no finding of its own finding's severity or worse. The fix is
+applied to scratch copies of the documents it changes, those documents are diagnosed before and
+after, and the findings compared (:func:`created_findings`): a finding is *created* when nothing
+like it was there before, or *made worse* when it was there with a smaller ``count`` (e.g.
+``entity-links-many`` going from 7 links to 8). A fix that would do so is withheld: the issue keeps
+its suggestion, loses its ``fix``, and says why in ``fix_withheld``.
+
+The before/after diagnosis covers the documents the fix changes (one, for a chunk-level fix; those
+holding the entity, for a merge or delete), diagnosed together; a cross-document effect on a document
+the fix does not touch is not seen here, which is why ``diagnose --apply`` diagnoses the whole
+workspace again after applying and reports any finding the fixes created.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from ctxfst_tui.core.format.document import Document
+
+if TYPE_CHECKING:
+    from ctxfst_tui.core.diagnosis.index import WorkspaceIndex
+
+RANK = {"error": 0, "warning": 1, "info": 2}
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _key(label: str, issue: dict) -> tuple:
+    """What makes two findings the same finding: the document, rule, severity and the chunks and
+    entities it is about; the message only for a finding about no chunk or entity (and not its
+    numbers: they are measures, compared by ``count``)."""
+    chunks = tuple(sorted(str(c) for c in issue.get("chunk_ids") or []))
+    entities = json.dumps(issue.get("entity_ids") or [], sort_keys=True, default=str)
+    message = "" if chunks or issue.get("entity_ids") else _NUMBER.sub("#", str(issue.get("message", "")))
+    return (label, issue.get("rule"), issue.get("severity"), chunks, entities, message)
+
+
+def _measure(issue: dict) -> float:
+    n = issue.get("count")
+    return n if isinstance(n, (int, float)) and not isinstance(n, bool) else 0
+
+
+def created_findings(before: Iterable[dict], after: Iterable[dict]) -> list[tuple[str, dict]]:
+    """(filepath, issue) of every finding in the ``after`` reports that the ``before`` reports lack,
+    or that got worse (a larger ``count``). Reports are ``diagnose`` report dicts."""
+    had: dict[tuple, list[float]] = {}
+    for rep in before:
+        for issue in rep.get("issues", []):
+            had.setdefault(_key(str(rep.get("filepath")), issue), []).append(_measure(issue))
+    now: dict[tuple, list[tuple[float, str, dict]]] = {}
+    for rep in after:
+        label = str(rep.get("filepath"))
+        for issue in rep.get("issues", []):
+            now.setdefault(_key(label, issue), []).append((_measure(issue), label, issue))
+    out: list[tuple[str, dict]] = []
+    for key, items in now.items():
+        old = sorted(had.get(key, []))
+        items.sort(key=lambda t: t[0])
+        # pair the worst with the worst: what is left over, or measures more than before, is new
+        extra = len(items) - len(old)
+        for k, (m, label, issue) in enumerate(items):
+            if k < extra or m > old[k - extra]:
+                out.append((label, issue))
+    return out
+
+
+def harmful(created: Iterable[tuple[str, dict]], severity: str) -> list[tuple[str, dict]]:
+    """The created findings of ``severity`` or worse (what a fix of that severity may not create)."""
+    limit = RANK.get(severity, len(RANK))
+    return [(label, i) for label, i in created if RANK.get(i.get("severity"), len(RANK)) <= limit]
+
+
+def copy_document(doc: Document) -> Document:
+    """An independent copy of ``doc`` with its current (maybe unsaved) text."""
+    copy = Document(doc.raw, doc.path)
+    if doc.readable and copy.text != doc.text:
+        copy.replace_text(doc.text)
+    return copy
+
+
+def describe_finding(label: str, issue: dict) -> str:
+    """``file: severity [rule] message``, as ``diagnose`` prints a finding."""
+    return f"{label}: {issue.get('severity')} [{issue.get('rule') or issue.get('category')}] {issue.get('message')}"
+
+
+def try_fix(docs: list[Document], fix: dict, path: Any, diagnose: Callable[[list[Document]], list[dict]],
+            before: Callable[[tuple[int, ...]], list[dict]] | None = None) -> list[tuple[str, dict]] | None:
+    """The findings applying ``fix`` (reported for the document ``path``) to copies of ``docs``
+    would create in the documents it changes; None when the fix does not apply."""
+    from ctxfst_tui.core.workspace.fixes import WORKSPACE_OPS, FixError, apply_fix
+    from ctxfst_tui.core.workspace.workspace import Workspace
+
+    if fix.get("op") in WORKSPACE_OPS or path is None:
+        picked = list(range(len(docs)))
+    else:
+        picked = [i for i, d in enumerate(docs) if d.path is not None and d.path == path] or list(range(len(docs)))
+    scratch = Workspace([copy_document(docs[i]) for i in picked])
+    try:
+        record = apply_fix(scratch, fix, path)
+    except FixError:
+        return None
+    changed = tuple(sorted({picked[c.index] for c in record.changes}))
+    if not changed:
+        return []
+    old = before(changed) if before is not None else diagnose([docs[i] for i in changed])
+    new = diagnose([scratch.docs[picked.index(i)] for i in changed])
+    return created_findings(old, new)
+
+
+def withhold_unsafe_fixes(ws: "WorkspaceIndex") -> None:
+    """Drop, from the issues of every document of ``ws``, each fix that would create a finding of
+    its issue's severity or worse (the reason goes into the issue's ``fix_withheld``)."""
+    from ctxfst_tui.core.diagnosis.diagnose import diagnose_workspace
+    from ctxfst_tui.core.workspace.fixes import describe_fix
+
+    docs = ws.docs
+    cache: dict[tuple[int, ...], list[dict]] = {}
+
+    def plain(sub: list[Document]) -> list[dict]:
+        return diagnose_workspace(sub, "diagnose")
+
+    def before(changed: tuple[int, ...]) -> list[dict]:
+        if changed not in cache:
+            cache[changed] = plain([docs[i] for i in changed])
+        return cache[changed]
+
+    for d in ws.diags:
+        for issue in d.issues:
+            if not issue.fix:
+                continue
+            created = try_fix(docs, issue.fix, d.doc.path, plain, before)
+            bad = harmful(created or [], issue.severity)
+            if bad:
+                label, worst = min(bad, key=lambda li: RANK.get(li[1].get("severity"), len(RANK)))
+                issue.extra["fix_withheld"] = (
+                    f"'{describe_fix(issue.fix)}' would create {worst.get('severity')} [{worst.get('rule')}] "
+                    f"{worst.get('message')}")
+                issue.fix = {}
+
+
+def _text_copy(doc: Document, text: str) -> Document:
+    copy = copy_document(doc)
+    if copy.text != text:
+        copy.replace_text(text)
+    return copy
+
+
+def apply_checked_fixes(ws: Any, reports: list[dict], severities: Iterable[str] = ("error", "warning")) -> tuple[Any, list[tuple[str, dict]]]:
+    """``diagnose --apply``: apply the fixes the ``reports`` (of ``diagnose_workspace(ws.docs, "fix")``)
+    offer for issues of ``severities``, refusing any that, after the fixes applied before it, would
+    create a finding of its issue's severity or worse; then diagnose the whole workspace again.
+
+    Returns the :class:`~ctxfst_tui.core.workspace.fixes.FixRun` and every finding (filepath, issue)
+    of the new diagnosis that the old one lacks (any severity; for the offered fixes there should be
+    none of a fix's own severity or worse)."""
+    from ctxfst_tui.core.diagnosis.diagnose import diagnose_workspace
+    from ctxfst_tui.core.workspace.fixes import apply_fixes, collect_fixes
+
+    wanted = set(severities)
+    picked = [{**r, "issues": [i for i in r.get("issues", []) if i.get("severity") in wanted]} for r in reports]
+    severity: dict[str, str] = {}
+    for rep in picked:
+        for i in rep["issues"]:
+            if isinstance(i.get("fix"), dict):
+                k = json.dumps(i["fix"], sort_keys=True, default=str)
+                if k not in severity or RANK.get(i["severity"], 9) < RANK.get(severity[k], 9):
+                    severity[k] = i["severity"]
+
+    def check(fix: dict, path: Any, record: Any) -> str | None:
+        idx = sorted({c.index for c in record.changes})
+        by_index = {c.index: c for c in record.changes}
+        old = diagnose_workspace([_text_copy(ws.docs[i], by_index[i].before) for i in idx], "diagnose")
+        new = diagnose_workspace([copy_document(ws.docs[i]) for i in idx], "diagnose")
+        sev = severity.get(json.dumps(fix, sort_keys=True, default=str), "info")
+        bad = harmful(created_findings(old, new), sev)
+        if not bad:
+            return None
+        return "after the fixes before it, it would create " + "; ".join(
+            f"{i.get('severity')} [{i.get('rule')}] {i.get('message')}" for _, i in bad)
+
+    run = apply_fixes(ws, collect_fixes(picked), check=check)
+    after = diagnose_workspace(ws.docs, "diagnose") if run.applied else reports
+    return run, created_findings(reports, after)
