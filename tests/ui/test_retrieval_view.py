@@ -201,6 +201,16 @@ def test_a_result_snippet_takes_two_indented_lines_within_the_width():
         body = lines[3:5]
         assert all(line.startswith("    ") and cell_len(line) <= width for line in body), body
         assert "write-ahead" in "".join(body) and body[1].endswith("…")
+    # the signal bars fit the width too: full names and bars where there is room, then shorter forms
+    three = SimpleNamespace(**{**vars(result), "raw": {"bm25": 1.0, "vector": 0.5, "entity": 0.25},
+                               "signals": {"bm25": 0.6, "vector": 0.3, "entity": 0.1}})
+    wide = result_prompt(three, 80).plain.split("\n")[2]
+    assert wide == "    bm25 █████ .60 vector ██▌·· .30 entity █▎··· .10"
+    for width, expected in ((46, "    bm25 ███ .60 vector █▌· .30 entity ▊·· .10"),
+                            (40, "    bm25 ███ .60 vec █▌· .30 ent ▊·· .10"),
+                            (30, "    bm25 .60 vec .30 ent .10")):
+        line = result_prompt(three, width).plain.split("\n")[2]
+        assert line == expected and cell_len(line) <= width, (width, line)
     cjk = "我對資料庫其實懂哪些東西" * 20
     assert all(cell_len(line) <= 20 for line in wrap(cjk, 20, 2)) and wrap(cjk, 20, 2)[1].endswith("…")
 

@@ -36,7 +36,7 @@ from ctxfst_tui.ui.widgets.retrieval.scoreboard import Scoreboard
 DEBOUNCE_SECONDS = 0.3
 RESULTS_K = 5
 STACK_BELOW = 90  # cells
-QUERY_HINT = "Type a question: results come as you type (Enter: to the results)."
+QUERY_HINT = "Type a question; Enter goes to the results."  # fits the field at 80×24
 WHY, ADD = "why", "add"
 
 

@@ -93,6 +93,29 @@ def term_pattern(terms: list[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE) if words else None
 
 
+SHORT_NAMES = {"bm25": "bm25", "vector": "vec", "entity": "ent"}
+
+
+def signal_line(result: Any, width: int) -> Content:
+    """Each signal as a name, a bar and its share of the score, in the first form that fits
+    ``width``: full names and 5-cell bars, then 3-cell bars, then short names, then no bars."""
+    names = [name for name in SIGNAL_ORDER if name in result.raw]
+    if not names:
+        return Content.styled("    (no signal)", MUTED)
+    forms = [(False, BAR_CELLS), (False, 3), (True, 3), (True, 0)]
+    for short, cells in forms:
+        parts: list[Any] = ["    "]
+        for name in names:
+            parts.append((f"{SHORT_NAMES[name] if short else name} ", MUTED))
+            if cells:
+                parts += [(bar(result.raw[name], cells), "$text-success"), " "]
+            parts.append((f"{share(result.signals.get(name, 0.0))} ", MUTED))
+        line = Content.assemble(*parts).rstrip()
+        if line.cell_length <= width:
+            return line
+    return Content.styled("    " + fit(line.plain.strip(), width - 4), MUTED)
+
+
 def result_prompt(result: Any, width: int = 80) -> Content:
     """Up to six lines within ``width`` cells: rank, id and score; where it is; the signal bars;
     two lines of snippet; the entity hits."""
@@ -101,12 +124,7 @@ def result_prompt(result: Any, width: int = 80) -> Content:
                             (f"  {result.score:.2f}", "bold"))
     place = result.document + (f" · {result.breadcrumb}" if result.breadcrumb else "")
     where = Content.styled("    " + fit(place, width - 4), MUTED)
-    parts: list[Any] = ["    "]
-    for name in SIGNAL_ORDER:
-        if name in result.raw:
-            parts += [(f"{name} ", MUTED), (bar(result.raw[name]), "$text-success"),
-                      (f" {share(result.signals.get(name, 0.0))} ", MUTED)]
-    signals = Content.assemble(*parts) if len(parts) > 1 else Content.styled("    (no signal)", MUTED)
+    signals = signal_line(result, width)
     cells = width - 4
     text = snippet(result.content or result.context or "", result.terms, 2 * cells - 8)
     body = Content("\n".join("    " + line for line in wrap(text, cells, 2)))
