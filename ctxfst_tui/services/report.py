@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.format.findings import Finding
+from ctxfst_tui.core.format.rules import severity_of
 from ctxfst_tui.core.format.source import split_lines, unicode_bom
 from ctxfst_tui.core.format.validate import validate
 from ctxfst_tui.core.text.plural import count
@@ -82,7 +83,8 @@ def _findings(doc: Document) -> list[Finding]:
     try:
         return validate(doc)
     except Exception as exc:  # noqa: BLE001 - shown to the user, never a traceback
-        crash = Finding("error", "internal-error", f"validation failed: {type(exc).__name__}: {exc}", 0, 0, doc.label)
+        crash = Finding(severity_of("internal-error"), "internal-error", f"validation failed: {type(exc).__name__}: {exc}",
+                        0, 0, doc.label)
         return [*doc.load_findings, crash]
 
 

@@ -236,16 +236,16 @@ def test_integer_and_unhashable_entity_refs_are_errors_not_crashes(tmp_path: Pat
         (b"  \n\n", "file-empty", 0),
         (b"---\x00\x01binary", "file-binary", 1),
         (b"---\ntitle: caf\xe9\n---\n", "file-encoding", 2),
-        ("# Just Markdown\n\nNo frontmatter here.\n", "no-frontmatter", 1),
+        ("# Just Markdown\n\nNo frontmatter here.\n", "no-valid-chunks", 1),
         ("---\ntitle: t\nentities:\n  - id: a\n     name: b\n---\nbody\n", "yaml-syntax", 5),
         ("---\ntitle: never closed\nchunks: []\n", "frontmatter-unclosed", 1),
         ("---\n- a\n- b\n---\n", "frontmatter-not-mapping", 2),
         ("---\n---\nbody\n", "frontmatter-not-mapping", 2),
-        ("---\ntitle: t\n---\nbody\n", "missing-chunks", 1),
+        ("---\ntitle: t\n---\nbody\n", "no-valid-chunks", 1),
         ("---\ntitle: t\nchunks:\n  skill:a:\n    context: x\n---\n", "chunks-not-list", 3),
         ("---\ntitle: t\nchunks: null\n---\n", "chunks-not-list", 3),
-        ("---\ntitle: t\nchunks: []\n---\n", "no-chunks", 3),
-        ("---\ntitle: t\nchunks:\n  - just a string\n  - 7\n---\n", "no-chunks", 3),
+        ("---\ntitle: t\nchunks: []\n---\n", "no-valid-chunks", 3),
+        ("---\ntitle: t\nchunks:\n  - just a string\n  - 7\n---\n", "no-valid-chunks", 3),
     ],
     ids=[
         "empty", "whitespace", "binary", "latin1", "no-frontmatter", "broken-yaml", "unclosed",
@@ -276,8 +276,10 @@ def test_odd_chunk_entries_are_skipped_with_a_warning(tmp_path: Path) -> None:
         "  - not a mapping\n  - id: entity:n\n    name: 5\n  - id: entity:m\n    name: null\n",
     )
     r = run(tmp_path, text)
-    assert [i["line"] for i in issues(r, "chunk-not-mapping")] == [10]
-    assert [i["line"] for i in issues(r, "chunk-missing-id")] == [11]
+    skipped = issues(r, "chunk-skipped")
+    assert [(i["line"], i["severity"]) for i in skipped] == [(10, "warning"), (11, "warning")]
+    assert "is a string, not a mapping; skipped" in skipped[0]["message"]
+    assert "has no (or an empty) id; skipped" in skipped[1]["message"]
     assert r["stats"]["chunk_count"] == 3
     assert "17" in [cid for i in issues(r, "id-format") for cid in i["chunk_ids"]]
     # "Solo" is one tag, not four letters
@@ -289,7 +291,8 @@ def test_odd_chunk_entries_are_skipped_with_a_warning(tmp_path: Path) -> None:
 
 def test_entity_checks_still_run_without_usable_chunks(tmp_path: Path) -> None:
     r = run(tmp_path, "---\nentities:\n  - id: entity:t\n    name: Tool\nchunks: []\n---\n")
-    assert [i["rule"] for i in r["issues"]] == ["no-chunks", "entity-generic", "entity-unused"]
+    assert [i["rule"] for i in r["issues"]] == ["no-valid-chunks", "entity-generic", "entity-unused"]
+    assert r["issues"][0]["cause"] == "no-chunks"
     assert r["stats"]["entity_count"] == 1
 
 
@@ -522,7 +525,8 @@ def test_missing_links_are_word_bounded_and_case_aware(tmp_path: Path) -> None:
         {"x:google": "    entities: []\n", "x:go": "    entities: []\n", "x:mobile": "    entities: []\n"},
     )
     r = run(tmp_path, text)
-    found = {(i["chunk_ids"][0], i["entity_ids"][0]): i for i in issues(r, "entity-missing-link")}
+    found = {(i["chunk_ids"][0], i["entity_ids"][0]): i
+             for i in issues(r, "entity-missing-link") + issues(r, "entity-unlinked-mention")}
     assert ("x:google", "entity:go") not in found  # "Go" in "Google", "go", "golang", "GoLand": none is a mention
     assert ("x:google", "entity:gke") not in found
     go = found[("x:go", "entity:go")]
@@ -530,7 +534,8 @@ def test_missing_links_are_word_bounded_and_case_aware(tmp_path: Path) -> None:
     assert go["fix"] == {"op": "link_entity", "chunk_id": "x:go", "entity_id": "entity:go"}
     assert go["line"] == line_of(text, "entities: []", 2)
     k8s = found[("x:go", "entity:kubernetes")]  # "kubernetes" in lower case: names of 3+ letters ignore case
-    assert k8s["severity"] == "info" and k8s["mention"]["text"] == "kubernetes"
+    assert (k8s["rule"], k8s["severity"]) == ("entity-unlinked-mention", "info")  # once, in the content: weak
+    assert k8s["mention"]["text"] == "kubernetes"
     assert (k8s["mention"]["line"], k8s["mention"]["column"]) == (
         line_of(text, "deployed on kubernetes"), text.splitlines()[line_of(text, "deployed on kubernetes") - 1].index("kubernetes") + 1)
     # "React Native" is a mention of React Native only, not of React
@@ -618,7 +623,7 @@ def test_links_are_checked_workspace_wide(tmp_path: Path) -> None:
                 {"x:b": "    entities: [entity:redis]\n"})
     ra, rb = run_ws(folder(tmp_path, {"a.md": a, "b.md": b}))
     assert issues(ra, "entity-unused") == [] and issues(rb, "entity-unused") == []
-    assert [i["chunk_ids"] for i in issues(ra, "entity-missing-link")] == [["x:a"]]
+    assert [i["chunk_ids"] for i in issues(ra, "entity-unlinked-mention")] == [["x:a"]]
 
 
 # ---------------------------------------------------------------- dependencies

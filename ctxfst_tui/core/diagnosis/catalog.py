@@ -46,7 +46,7 @@ def entity_noise(d: DocumentDiagnosis) -> None:
         if name in GENERIC_ENTITY_NAMES:
             eid = text_of(e.data.get("id"))
             fix = {"op": "delete_entity", "entity_id": eid} if isinstance(e.data.get("id"), str) else None
-            d.add("entity_noise", "warning", "entity-generic", [],
+            d.add("entity_noise", "entity-generic", [],
                   f"Entity '{eid}' uses a generic term ('{name}')",
                   "Remove generic entities and focus on domain-specific concepts, skills, or tools "
                   "(the fix deletes it and its links).",
@@ -73,20 +73,20 @@ def entity_duplication(d: DocumentDiagnosis) -> None:
         where = f" (also declared in {', '.join(elsewhere)})" if elsewhere else ""
         why = "; ".join(cl.reasons)
         if same_name:
-            rule, severity = "entity-duplicate-name", "warning"
+            rule = "entity-duplicate-name"
             a, b = sorted(min(same_name, key=lambda p: sorted(d.ws.decl_rank(x) for x in p)), key=d.ws.decl_rank)
             msg = f"Entity '{b}' has a duplicate name '{d.ws.names.get(b, '').lower()}' already used by '{a}'"
             if len(cl.members) > 2:
                 msg += f"; the cluster also holds {quote_list([m for m in cl.members if m not in (a, b)])}"
             msg += where
         elif cl.tier == "sure":
-            rule, severity = "entity-duplicate", "warning"
+            rule = "entity-duplicate"
             msg = f"Entities {names} name the same thing{where}"
         else:
-            rule, severity = "entity-possible-duplicate", "info"
+            rule = "entity-possible-duplicate"
             msg = f"Entities {names} may name the same thing (review){where}"
         msg += f"; canonical candidate: {cl.canonical}"
-        d.add("entity_duplication", severity, rule, [], msg,
+        d.add("entity_duplication", rule, [], msg,
               f"Merge {quote_list(rest)} into '{cl.canonical}' (their names become aliases). Why: {why}.",
               {"op": "merge_entities", "into": cl.canonical, "merged": rest},
               at=d.at(entry, "name"), entity_ids=list(cl.members),
@@ -107,7 +107,7 @@ def entity_duplication(d: DocumentDiagnosis) -> None:
         if frozenset((eid, first_id)) in covered:
             continue
         same_id = e.data.get("id") == first.data.get("id")
-        d.add("entity_duplication", "warning", "entity-duplicate-name", [],
+        d.add("entity_duplication", "entity-duplicate-name", [],
               f"Entity '{eid}' has a duplicate name '{name}' already used by '{first_id}'",
               "Remove the second declaration of the same id." if same_id else
               "Merge these entities into a single canonical node and use 'aliases' if needed.",
@@ -129,7 +129,7 @@ def entity_duplication(d: DocumentDiagnosis) -> None:
             continue
         here = " and ".join(f"{k} '{getattr(e, k)}'" for k in diffs)
         there = " and ".join(f"'{v}'" for v in diffs.values())
-        d.add("entity_duplication", "warning", "entity-inconsistent", [],
+        d.add("entity_duplication", "entity-inconsistent", [],
               f"Entity '{e.id}' has {here} here but {there} in {d.ws.docs[first.doc].label}",
               "Declare one entity the same way in every document.",
               {"op": "update_entity", "entity_id": e.id, **diffs},

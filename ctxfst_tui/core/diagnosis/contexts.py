@@ -29,30 +29,30 @@ def context_quality(d: DocumentDiagnosis) -> None:
         count = len(c.context.split())
         if count == 0:
             draft = _draft_context(c)
-            d.add("context_quality", "error", "context-empty", [c.id], "Context is empty",
+            d.add("context_quality", "context-empty", [c.id], "Context is empty",
                   "Add a 15-25 word description that explains what this chunk covers "
                   "and how it differs from other chunks." + (" The fix writes a draft from the chunk's heading "
                                                              "and first sentence: rewrite it." if draft.startswith(DRAFT_MARK) else ""),
                   {"op": "set_context", "chunk_id": c.id, "context": draft, "replaces": c.context}, at)
             continue
         if DRAFT_MARK in c.context or TODO_MARK in c.context:
-            d.add("context_quality", "warning", "context-placeholder", [c.id],
+            d.add("context_quality", "context-placeholder", [c.id],
                   "Context is still a placeholder or a draft",
                   "Rewrite it as a 15-25 word description of what this chunk covers and why someone would search for it.",
                   at=at)
         if count < CONTEXT_MIN_WORDS:
-            d.add("context_quality", "warning", "context-short", [c.id],
+            d.add("context_quality", "context-short", [c.id],
                   f"Context too short ({count} words, recommend {lo}-{hi})",
                   "Expand context with: what topic this covers, who would search for it, "
                   "and what makes it distinct from similar chunks.", at=at)
         if count > CONTEXT_MAX_WORDS:
-            d.add("context_quality", "info", "context-long", [c.id],
+            d.add("context_quality", "context-long", [c.id],
                   f"Context may be too verbose ({count} words, recommend {lo}-{hi})",
                   "Consider condensing to key differentiating information only.", at=at)
         if c.content:
             opener = " ".join(c.content.split()[:ECHO_OPENER_WORDS])
             if jaccard(word_set(c.context), word_set(opener)) > ECHO_THRESHOLD:
-                d.add("context_quality", "warning", "context-echo", [c.id],
+                d.add("context_quality", "context-echo", [c.id],
                       "Context appears to just repeat the content opening",
                       "Rewrite context to explain the chunk's role in the document "
                       "rather than summarizing its content.", at=at)

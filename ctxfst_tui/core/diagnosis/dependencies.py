@@ -95,13 +95,13 @@ def dependencies(d: DocumentDiagnosis) -> None:
                 continue
             if isinstance(dep, str) and d.ws is not None and dep in d.ws.chunk_docs:
                 others = sorted({d.ws.docs[k].label for k in d.ws.chunk_docs[dep]})
-                d.add("dependencies", "info", "dependency-external", [c.id],
+                d.add("dependencies", "dependency-external", [c.id],
                       f"Dependency '{dep}' is a chunk of another document ({', '.join(others)})",
                       "Fine within this workspace, but the document alone does not resolve it "
                       "(validate warns); keep the documents together.", at=at, dependency=dep)
                 continue
             near = _near_chunk(d, dep) if isinstance(dep, str) else None
-            d.add("dependencies", "warning", "dependency-unknown", [c.id],
+            d.add("dependencies", "dependency-unknown", [c.id],
                   f"Dependency {show_ref(dep)} is not a chunk of this workspace",
                   (f"Did you mean '{near}'? " if near else "") + "Fix the id, or remove the dependency.",
                   {"op": "remove_dependency", "chunk_id": c.id, "dependency": jsonable(dep)}, at,
@@ -111,7 +111,7 @@ def dependencies(d: DocumentDiagnosis) -> None:
             continue
         loop = " -> ".join([*cyc.nodes, cyc.nodes[0]])
         files = sorted({d.ws.docs[k].label for n in cyc.nodes for k in d.ws.chunk_docs.get(n, [])})
-        d.add("dependencies", "warning", "dependency-cycle", list(cyc.nodes),
+        d.add("dependencies", "dependency-cycle", list(cyc.nodes),
               f"Dependency cycle: {loop}" + (" (a chunk depends on itself)" if len(cyc.nodes) == 1 else ""),
               f"A prerequisite order cannot be circular: remove the dependency of '{cyc.source}' on '{cyc.target}'"
               + (" (it points forward in the document)" if cyc.forward else "") + ".",

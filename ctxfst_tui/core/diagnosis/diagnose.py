@@ -11,10 +11,11 @@ shared records and workspace lookups in :mod:`.index`, and each family of checks
 module: :mod:`.structure`, :mod:`.similarity`, :mod:`.contexts`, :mod:`.sizes`, :mod:`.tags`,
 :mod:`.ids`, :mod:`.catalog` (noise and duplication), :mod:`.links`, :mod:`.dependencies`.
 
-Categories and rules (severity in brackets)::
+Categories and rules (severity in brackets; the severities are the table of core/format/rules.py)::
 
-    structure            file-*, yaml-*, no-frontmatter, frontmatter-not-mapping, missing-chunks,
-                         chunks-not-list, no-chunks [error]; chunk-not-mapping, chunk-missing-id [warning]
+    structure            file-*, yaml-*, frontmatter-unclosed, frontmatter-not-mapping, chunks-not-list,
+                         no-valid-chunks (no frontmatter, no 'chunks' list, or no entry with an id;
+                         ``cause`` says which) [error]; chunk-skipped [warning]
     semantic_similarity  similar-chunks [warning]: word Jaccard >= 0.6 (reference) or TF-IDF cosine >= 0.5
     context_quality      context-empty [error], context-short [warning], context-long [info],
                          context-echo [warning], context-placeholder [warning]
@@ -27,8 +28,9 @@ Categories and rules (severity in brackets)::
                          [info] (a "review" cluster), entity-inconsistent [warning] (one id, several
                          names/types across documents)
     entity_linking       entity-undefined [error] (one per bad reference), entity-links-many [warning],
-                         entity-unused [info], entity-missing-link [warning/info], entity-weak-link [info],
-                         entity-alias-candidate [info]
+                         entity-unused [info], entity-missing-link [warning] (named in the context or
+                         twice), entity-unlinked-mention [info] (named once, in the content),
+                         entity-weak-link [info], entity-alias-candidate [info]
     dependencies         dependency-unknown [warning], dependency-external [info], dependency-cycle [warning]
 
 At ``--level fix`` an issue that can be repaired mechanically carries ``fix``: an operation
@@ -78,14 +80,14 @@ def _run(ws: WorkspaceIndex) -> None:
         try:
             d.ok = structure(d)
         except Exception as exc:  # pragma: no cover
-            d.add("structure", "error", "diagnose-internal-error", [],
+            d.add("structure", "diagnose-internal-error", [],
                   f"Diagnosis stopped early on an internal error: {type(exc).__name__}: {exc}",
                   "Please report this document; the findings above it are still valid.")
     for step in WORKSPACE_STEPS:
         try:
             step(ws)
         except Exception as exc:  # pragma: no cover - keep the per-document checks running
-            ws.diags[0].add("structure", "error", "diagnose-internal-error", [],
+            ws.diags[0].add("structure", "diagnose-internal-error", [],
                             f"Workspace step '{step.__name__}' failed: {type(exc).__name__}: {exc}",
                             "Please report this workspace; per-document findings are still valid.")
     for d in ws.diags:
@@ -104,7 +106,7 @@ def _checks(d: DocumentDiagnosis) -> None:
         try:
             step(d)
         except Exception as exc:  # pragma: no cover - a bug must not take the whole workspace down
-            d.add("structure", "error", "diagnose-internal-error", [],
+            d.add("structure", "diagnose-internal-error", [],
                   f"Diagnosis step '{step.__name__}' stopped on an internal error: {type(exc).__name__}: {exc}",
                   "Please report this document; the other findings are still valid.")
 

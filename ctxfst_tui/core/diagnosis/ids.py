@@ -32,7 +32,7 @@ def id_naming(d: DocumentDiagnosis) -> None:
         if CHUNK_ID.match(c.id):
             prefixes[c.id.split(":")[0]] += 1
             continue
-        d.add("id_naming", "warning", "id-format", [c.id],
+        d.add("id_naming", "id-format", [c.id],
               "ID format should be 'category:topic-name' (lowercase, kebab-case)",
               f"Rename to follow the pattern, e.g. '{_suggest_id(c.id)}' "
               "(and rename its <Chunk> tag and any dependencies to match).",
@@ -41,7 +41,7 @@ def id_naming(d: DocumentDiagnosis) -> None:
         singles = [p for p, n in prefixes.items() if n == 1]
         if singles and len(singles) < len(prefixes):
             members = [c for c in d.chunks if c.id.split(":")[0] in singles]
-            d.add("id_naming", "info", "id-rare-prefix", [c.id for c in members],
+            d.add("id_naming", "id-rare-prefix", [c.id for c in members],
                   f"Uncommon category prefixes: {', '.join(singles)}",
                   "Consider grouping related chunks under the same category prefix "
                   "for better organization.", at=d.at(members[0].entry, "id"))

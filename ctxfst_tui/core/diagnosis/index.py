@@ -17,6 +17,7 @@ from ctxfst_tui.core.diagnosis.mentions import Mentions
 from ctxfst_tui.core.entities.aliases import fingerprint
 from ctxfst_tui.core.format.chunk_tags import BodyChunk
 from ctxfst_tui.core.format.document import Document, Entry
+from ctxfst_tui.core.format.rules import severity_of
 from ctxfst_tui.core.format.schema import CHUNK_LINK_FIELD, NEGATION, STATE_REF_FIELDS
 
 if TYPE_CHECKING:
@@ -87,10 +88,11 @@ class DocumentDiagnosis:
         self.ents: list[IndexedEntity] = []
         self.ok = False
 
-    def add(self, category: str, severity: str, rule: str, chunk_ids: list[str], message: str,
+    def add(self, category: str, rule: str, chunk_ids: list[str], message: str,
             suggestion: str = "", fix: dict | None = None, at: tuple[int, int] = (0, 0),
             entity_ids: list[Any] | None = None, **extra: Any) -> Issue:
-        issue = Issue(category, severity, rule, chunk_ids, message, suggestion, fix or {}, at[0], at[1],
+        """Record a finding; its severity is the rule's (core/format/rules.py)."""
+        issue = Issue(category, severity_of(rule), rule, chunk_ids, message, suggestion, fix or {}, at[0], at[1],
                       entity_ids, {k: v for k, v in extra.items() if v is not None})
         self.issues.append(issue)
         return issue

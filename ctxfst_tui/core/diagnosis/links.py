@@ -45,7 +45,7 @@ def _undefined_and_many(d: DocumentDiagnosis) -> None:
         at = d.at(c.entry, "entities")
         if len(refs) > MAX_CHUNK_ENTITIES:
             weak = [e for e in d.ws.weak.get(c.order, [])] if d.ws else []
-            d.add("entity_linking", "warning", "entity-links-many", [c.id],
+            d.add("entity_linking", "entity-links-many", [c.id],
                   f"Chunk links to many entities ({len(refs)}). Recommend 1-{MAX_CHUNK_ENTITIES}.",
                   "Only link the most central entities discussed in this chunk"
                   + (f"; these are not named in it: {quote_list(weak)}." if weak else "."), at=at, count=len(refs))
@@ -76,7 +76,7 @@ def _undefined(d: DocumentDiagnosis, c: IndexedChunk, ref: Any, at: tuple[int, i
             fix = {"op": "declare_entity", "chunk_id": c.id,
                    "entity": {"id": ref, "name": named, "type": "concept"}}
             how = f"declares it (the chunk names '{named}'; the type 'concept' is a guess)"
-    d.add("entity_linking", "error", "entity-undefined", [c.id],
+    d.add("entity_linking", "entity-undefined", [c.id],
           f"Chunk links to undefined entities: {show_ref(ref)}",
           f"Make sure all chunk entities are defined in the document-level entities catalog (the fix {how}).",
           fix, at, entity_ids=[json_ref(ref)])
@@ -137,7 +137,8 @@ def _missing_and_weak(d: DocumentDiagnosis) -> None:
             strong = hit["context"] or hit["count"] >= 2
             first = hit["first"]
             times = f"{hit['count']} time{'s' if hit['count'] != 1 else ''}"
-            d.add("entity_linking", "warning" if strong else "info", "entity-missing-link", [c.id],
+            # named in its context or twice: a missing link; once in the content: a mention to review
+            d.add("entity_linking", "entity-missing-link" if strong else "entity-unlinked-mention", [c.id],
                   f"Chunk names '{first['text']}' ({eid}) {times}"
                   f"{' in its context' if hit['context'] else ''} but does not link it",
                   f"Add '{eid}' to the chunk's entities so graph retrieval finds it"
@@ -157,7 +158,7 @@ def _missing_and_weak(d: DocumentDiagnosis) -> None:
             if not appears(e, terms, raw, fp_text):
                 if d.ws is not None:
                     d.ws.weak.setdefault(c.order, []).append(eid)
-                d.add("entity_linking", "info", "entity-weak-link", [c.id],
+                d.add("entity_linking", "entity-weak-link", [c.id],
                       f"Chunk links '{eid}' but never names it ('{e.name or slug_words(eid)}' "
                       "and its aliases appear nowhere in its context, content or tags)",
                       "Unlink it if the chunk is not about it, or mention it (or add the name used here as an alias).",
@@ -190,7 +191,7 @@ def _alias_candidates(d: DocumentDiagnosis) -> None:
                         if not (acronym_of(alias, form) or numeronym_of(alias, form)):
                             continue
                         seen.add((e.id, fingerprint(alias)))
-                        d.add("entity_linking", "info", "entity-alias-candidate", [c.id],
+                        d.add("entity_linking", "entity-alias-candidate", [c.id],
                               f"Chunk writes '{m.group(0)}' but '{alias}' is not an alias of {e.id}",
                               f"Add '{alias}' to the aliases of '{e.id}' so mentions of it are recognised.",
                               {"op": "add_alias", "entity_id": e.id, "alias": alias},
@@ -206,12 +207,12 @@ def _unused(d: DocumentDiagnosis) -> None:
             continue
         mentioned = d.ws.mentioned_by.get(e.id, [])
         if mentioned:
-            d.add("entity_linking", "info", "entity-unused", [],
+            d.add("entity_linking", "entity-unused", [],
                   f"Entity '{e.id}' is declared but no chunk links it",
                   f"Link it from the chunk(s) that name it: {quote_list(mentioned)}.",
                   at=d.at(e.entry, "id"), entity_ids=[e.id])
         else:
-            d.add("entity_linking", "info", "entity-unused", [],
+            d.add("entity_linking", "entity-unused", [],
                   f"Entity '{e.id}' is declared but no chunk links or names it",
                   "Delete it, or link it from the chunks that are about it.",
                   {"op": "delete_entity", "entity_id": e.id}, at=d.at(e.entry, "id"), entity_ids=[e.id])

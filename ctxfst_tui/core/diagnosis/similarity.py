@@ -63,7 +63,7 @@ def semantic_similarity(d: DocumentDiagnosis) -> None:
                       "Consider different use cases or examples.")
         if near:
             suggestion += " They are near-duplicates: if they say the same thing, keep one and delete the other."
-        d.add("semantic_similarity", "warning", "similar-chunks", [a.id, b.id],
+        d.add("semantic_similarity", "similar-chunks", [a.id, b.id],
               f"Chunks may confuse retrieval (similarity: {score:.0%}; TF-IDF cosine {pair.cosine:.2f}, "
               f"word overlap {pair.jaccard:.0%}){where}. Shared distinctive terms: {terms}",
               suggestion, at=d.at(here.entry, "context"),

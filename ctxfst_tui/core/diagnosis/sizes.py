@@ -50,7 +50,7 @@ def chunk_size(d: DocumentDiagnosis) -> None:
                 how = f"Merge it with the {'previous' if best.body.open.start < c.body.open.start else 'next'} chunk '{best.id}' ({together} {unit.split()[0]} together)"
             else:
                 how = "Add the background a reader needs to use it alone"
-            d.add("chunk_size", "info", "chunk-small", [c.id],
+            d.add("chunk_size", "chunk-small", [c.id],
                   f"Chunk is small ({n} {unit}; aim for {lo}-{hi}): retrieved alone it carries little context",
                   f"{how}, or expand it to {lo}-{hi} tokens.", at=d.body_at(c),
                   tokens=n, merge_with=best.id if best is not None else None)
@@ -59,7 +59,7 @@ def chunk_size(d: DocumentDiagnosis) -> None:
             headings = [h for h in (HEADING.match(line) for line in c.content.splitlines()[1:]) if h]
             where = (f"at its headings ({quote_list([h.group(1) for h in headings], 4)})" if headings
                      else "at paragraph breaks")
-            d.add("chunk_size", "warning", "chunk-large", [c.id],
+            d.add("chunk_size", "chunk-large", [c.id],
                   f"Chunk is large ({n} {unit}; aim for {lo}-{hi}): one embedding blurs its topics",
                   f"Split it into about {parts} chunks of {lo}-{hi} tokens {where}, each with its own id and context "
                   "(ctxfst-tui chunk can propose the cuts).", at=d.body_at(c), tokens=n)

@@ -1,5 +1,10 @@
 """Structure checks: why a document has nothing to diagnose, and chunk entries that are skipped.
 
+``no-valid-chunks`` (error, the reference diagnose's "No valid chunks found") is not validation's
+``no-frontmatter`` or ``missing-chunks`` (warnings: a plain Markdown file is valid), and
+``chunk-skipped`` (warning) is not validation's ``chunk-not-mapping`` / ``chunk-missing-id``
+(errors): different findings, so different names, each with one severity (core/format/rules.py).
+
 They run first and also build the document's records: a file that cannot be read, a broken or
 missing frontmatter, or a missing ``chunks`` list become issues instead of exceptions.
 """
@@ -16,27 +21,27 @@ def structure(d: DocumentDiagnosis) -> bool:
     if not doc.readable:
         f = doc.load_findings[0] if doc.load_findings else None
         why = f.message if f else "the file could not be read"
-        d.add("structure", "error", f.rule if f else "file-unreadable", [],
+        d.add("structure", f.rule if f else "file-unreadable", [],
               f"No valid chunks found in document: {why}",
               "Save the document as UTF-8 Markdown with a YAML frontmatter.",
               at=(f.line, f.column) if f else (0, 0))
         return False
     err = doc.frontmatter_error
     if err is not None:
-        d.add("structure", "error", err.rule, [], f"Frontmatter cannot be read: {err.message}",
+        d.add("structure", err.rule, [], f"Frontmatter cannot be read: {err.message}",
               "Fix the YAML at the line shown; until it parses no chunk can be diagnosed.",
               at=(err.line, err.column))
         return False
     if not doc.has_frontmatter:
-        d.add("structure", "error", "no-frontmatter", [],
+        d.add("structure", "no-valid-chunks", [],
               "No valid chunks found in document: no YAML frontmatter",
               "Start the file with a '---' frontmatter block listing 'entities' and 'chunks'.",
-              at=(1, 1))
+              at=(1, 1), cause="no-frontmatter")
         return False
     data = doc.data
     if data is None:
         what = "empty" if doc.frontmatter.data is None else f"{kind_of(doc.frontmatter.data)}, not a mapping"
-        d.add("structure", "error", "frontmatter-not-mapping", [],
+        d.add("structure", "frontmatter-not-mapping", [],
               f"No valid chunks found in document: the frontmatter is {what}",
               "Write the frontmatter as 'key: value' lines with a 'chunks' list.",
               at=(doc.frontmatter.open_line + 1, 1))
@@ -44,23 +49,23 @@ def structure(d: DocumentDiagnosis) -> bool:
     _collect_entities(d)
     sec = doc.section_pos("chunks")
     if "chunks" not in data:
-        d.add("structure", "error", "missing-chunks", [],
+        d.add("structure", "no-valid-chunks", [],
               "No valid chunks found in document: the frontmatter has no 'chunks' list",
               "Add a 'chunks' list with one entry (id, context, tags) per <Chunk> in the body.",
-              at=(doc.frontmatter.open_line, 1))
+              at=(doc.frontmatter.open_line, 1), cause="missing-chunks")
         return False
     if not isinstance(data["chunks"], list):
-        d.add("structure", "error", "chunks-not-list", [],
+        d.add("structure", "chunks-not-list", [],
               f"No valid chunks found in document: 'chunks' is {kind_of(data['chunks'])}, not a list",
               "Write 'chunks' as a list of '- id: ...' entries.",
               at=(sec.key_line if sec else 1, 1))
         return False
     _collect_chunks(d)
     if not d.chunks:
-        d.add("structure", "error", "no-chunks", [],
+        d.add("structure", "no-valid-chunks", [],
               "No valid chunks found in document",
               "Give every entry of 'chunks' a non-empty 'id' matching a <Chunk id=\"...\"> in the body.",
-              at=(sec.key_line if sec else 1, 1))
+              at=(sec.key_line if sec else 1, 1), cause="no-chunks")
         return False
     return True
 
@@ -82,14 +87,14 @@ def _collect_chunks(d: DocumentDiagnosis) -> None:
     """Normalise chunk entries; entries the reference silently skips are noted as warnings."""
     for entry in d.doc.chunks:
         if not isinstance(entry.data, dict):
-            d.add("structure", "warning", "chunk-not-mapping", [],
+            d.add("structure", "chunk-skipped", [],
                   f"Chunk entry #{entry.index + 1} is {kind_of(entry.data)}, not a mapping; skipped",
                   "Write each chunk as a mapping with 'id', 'context' and 'tags'.",
                   at=(entry.line, 1))
             continue
         raw_id = entry.data.get("id")
         if not raw_id:  # the reference skips these silently
-            d.add("structure", "warning", "chunk-missing-id", [],
+            d.add("structure", "chunk-skipped", [],
                   f"Chunk entry #{entry.index + 1} has no (or an empty) id; skipped",
                   "Give the chunk an id like 'skill:python-async' matching its <Chunk> tag.",
                   at=d.at(entry, "id"))

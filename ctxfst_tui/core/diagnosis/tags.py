@@ -22,7 +22,7 @@ def tag_overlap(d: DocumentDiagnosis) -> None:
     ubiquitous = [t for t, n in counts.items() if n >= threshold]
     first_tagged = next((c for c in d.chunks if c.tags), d.chunks[0])
     if len(ubiquitous) > 1:
-        d.add("tag_overlap", "info", "tags-ubiquitous", [c.id for c in d.chunks],
+        d.add("tag_overlap", "tags-ubiquitous", [c.id for c in d.chunks],
               f"Tags appear in most chunks, reducing filtering effectiveness: {', '.join(ubiquitous)}",
               "Consider using more specific sub-tags or adding differentiating tags "
               "to enable precise filtering.", at=d.at(first_tagged.entry, "tags"))
@@ -31,7 +31,7 @@ def tag_overlap(d: DocumentDiagnosis) -> None:
         groups.setdefault(frozenset(c.tags), []).append(c)
     for tag_set, members in groups.items():
         if len(members) > 1 and tag_set:
-            d.add("tag_overlap", "warning", "tags-identical", [c.id for c in members],
+            d.add("tag_overlap", "tags-identical", [c.id for c in members],
                   f"Identical tags: {sorted(tag_set)}",
                   "Add differentiating tags to each chunk based on their specific focus "
                   "(e.g., level:beginner vs level:advanced, or use:api vs use:cli).",

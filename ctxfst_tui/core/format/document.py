@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from ctxfst_tui.core.format import frontmatter as fmt
 from ctxfst_tui.core.format.chunk_tags import BodyChunk, TagEvent, pair_tags, scan_tags
 from ctxfst_tui.core.format.findings import Finding
+from ctxfst_tui.core.format.rules import severity_of
 from ctxfst_tui.core.safe_write import write_file
 from ctxfst_tui.core.format.source import (
     BOM,
@@ -105,7 +106,7 @@ class Document:
     def _unreadable(cls, path: Path, rule: str, message: str) -> "Document":
         doc = cls(b"", path)
         doc.readable = False  # nothing was read: never saved over, never edited
-        doc.load_findings = [Finding("error", rule, message, 0, 0, str(path))]
+        doc.load_findings = [Finding(severity_of(rule), rule, message, 0, 0, str(path))]
         return doc
 
     @classmethod
@@ -116,14 +117,14 @@ class Document:
     def label(self) -> str:
         return str(self.path) if self.path is not None else "<input>"
 
-    def _finding(self, severity: str, rule: str, message: str, line: int = 0, column: int = 0) -> Finding:
-        return Finding(severity, rule, message, line, column, self.label)
+    def _finding(self, rule: str, message: str, line: int = 0, column: int = 0) -> Finding:
+        return Finding(severity_of(rule), rule, message, line, column, self.label)
 
     def _parse_raw(self) -> None:
         try:
             self.text, self.had_bom = decode(self.raw)
         except DecodeProblem as exc:
-            self.load_findings.append(self._finding("error", exc.rule, exc.message, exc.line, exc.column))
+            self.load_findings.append(self._finding(exc.rule, exc.message, exc.line, exc.column))
             self.text, self.readable = "", False
             self._reindex()
             return
@@ -148,7 +149,7 @@ class Document:
                 body_line = self.frontmatter.body_start_line
         except fmt.FrontmatterError as exc:
             self.frontmatter_error = exc
-            self.load_findings.append(self._finding("error", exc.rule, exc.message, exc.line, exc.column))
+            self.load_findings.append(self._finding(exc.rule, exc.message, exc.line, exc.column))
             if block is not None:  # the block is delimited: its body can still be read
                 body_line = block[1] + 2
             else:
