@@ -172,3 +172,28 @@ def test_created_findings_compares_findings_not_their_numbers():
     assert created_findings(rep(small), rep({**small, "severity": "warning"})) != []  # graver
     assert created_findings(rep(), rep(small)) == [("a.md", small)]
     assert created_findings(rep(small, small), rep(small)) == []
+
+
+def test_a_second_diagnosis_tries_again_only_the_fixes_of_a_changed_document(tmp_path, monkeypatch):
+    """The workbench diagnoses at level fix after every edit: trying every fix again each time would
+    cost a diagnosis per fix. A fix's answer depends only on the texts it was tried on."""
+    from ctxfst_tui.core.diagnosis import fix_safety
+
+    if not CONFORMANCE.is_dir():
+        pytest.skip("../shared is not beside the checkout")
+    base = (CONFORMANCE / "diag-tags-entities.md").read_text()
+    docs = [Document.from_text(base, tmp_path / f"{k}.md") for k in range(3)]
+    a, b, c = (d.path for d in docs)
+    tried: list[Path] = []
+    real = fix_safety.copy_document
+    monkeypatch.setattr(fix_safety, "copy_document", lambda d: tried.append(d.path) or real(d))
+    first = diagnose_workspace(docs, "fix")
+    first_tries = tried.count(a)
+    assert first_tries and tried.count(a) == tried.count(b) == tried.count(c)
+    tried.clear()
+    assert diagnose_workspace(docs, "fix") == first and tried == []  # nothing changed: nothing tried
+    docs[1].replace_text(docs[1].text.replace("\n---\n", "\nnote: edited\n---\n", 1))
+    diagnose_workspace(docs, "fix")
+    # b's own fixes and the workspace-wide ones (they read b too) are tried again; a's and c's
+    # own fixes are not
+    assert tried.count(a) == tried.count(c) < tried.count(b) and tried.count(a) < first_tries

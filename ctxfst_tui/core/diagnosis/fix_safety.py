@@ -15,8 +15,11 @@ workspace again after applying and reports any finding the fixes created.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ctxfst_tui.core.format.document import Document
@@ -25,6 +28,10 @@ if TYPE_CHECKING:
     from ctxfst_tui.core.diagnosis.index import WorkspaceIndex
 
 RANK = {"error": 0, "warning": 1, "info": 2}
+# What trying a fix found, by the fix and the texts it was tried on (see try_fix).
+_TRIED: OrderedDict[str, list | None] = OrderedDict()
+_TRIED_LOCK = threading.Lock()
+_TRIED_SIZE = 4096
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -86,6 +93,17 @@ def describe_finding(label: str, issue: dict) -> str:
     return f"{label}: {issue.get('severity')} [{issue.get('rule') or issue.get('category')}] {issue.get('message')}"
 
 
+def _mentioning(docs: list[Document], fix: dict) -> list[int]:
+    """The documents a workspace-wide fix can change: those whose text names one of its entity ids
+    (every declaration and every reference does)."""
+    ids = [v for k in ("entity_id", "into") if isinstance(v := fix.get(k), str)]
+    merged = fix.get("merged")
+    ids += [m for m in (merged if isinstance(merged, list) else [merged]) if isinstance(m, str)]
+    if not ids:
+        return list(range(len(docs)))
+    return [i for i, d in enumerate(docs) if any(x in d.text for x in ids)]
+
+
 def try_fix(docs: list[Document], fix: dict, path: Any, diagnose: Callable[[list[Document]], list[dict]],
             before: Callable[[tuple[int, ...]], list[dict]] | None = None) -> list[tuple[str, dict]] | None:
     """The findings applying ``fix`` (reported for the document ``path``) to copies of ``docs``
@@ -94,20 +112,37 @@ def try_fix(docs: list[Document], fix: dict, path: Any, diagnose: Callable[[list
     from ctxfst_tui.core.workspace.workspace import Workspace
 
     if fix.get("op") in WORKSPACE_OPS or path is None:
-        picked = list(range(len(docs)))
+        picked = _mentioning(docs, fix)
     else:
         picked = [i for i, d in enumerate(docs) if d.path is not None and d.path == path] or list(range(len(docs)))
+    # The answer depends only on the texts of the picked documents: the workbench diagnoses again
+    # after every edit, and only the fixes of the documents that changed are tried again.
+    digest = hashlib.sha1(json.dumps([str(path), fix], sort_keys=True, default=str).encode())
+    for i in picked:
+        digest.update(b"\0" + docs[i].label.encode("utf-8", "replace") + b"\0" + docs[i].text.encode("utf-8", "replace"))
+    key = digest.hexdigest()
+    with _TRIED_LOCK:
+        if key in _TRIED:
+            _TRIED.move_to_end(key)
+            return _TRIED[key]
     scratch = Workspace([copy_document(docs[i]) for i in picked])
     try:
         record = apply_fix(scratch, fix, path)
     except FixError:
-        return None
-    changed = tuple(sorted({picked[c.index] for c in record.changes}))
-    if not changed:
-        return []
-    old = before(changed) if before is not None else diagnose([docs[i] for i in changed])
-    new = diagnose([scratch.docs[picked.index(i)] for i in changed])
-    return created_findings(old, new)
+        result = None
+    else:
+        changed = tuple(sorted({picked[c.index] for c in record.changes}))
+        if not changed:
+            result = []
+        else:
+            old = before(changed) if before is not None else diagnose([docs[i] for i in changed])
+            new = diagnose([scratch.docs[picked.index(i)] for i in changed])
+            result = created_findings(old, new)
+    with _TRIED_LOCK:
+        _TRIED[key] = result
+        while len(_TRIED) > _TRIED_SIZE:
+            _TRIED.popitem(last=False)
+    return result
 
 
 def withhold_unsafe_fixes(ws: "WorkspaceIndex") -> None:
@@ -127,11 +162,19 @@ def withhold_unsafe_fixes(ws: "WorkspaceIndex") -> None:
             cache[changed] = plain([docs[i] for i in changed])
         return cache[changed]
 
+    from ctxfst_tui.core.workspace.fixes import WORKSPACE_OPS
+
+    tried: dict[tuple[str, str], list[tuple[str, dict]] | None] = {}
     for d in ws.diags:
         for issue in d.issues:
             if not issue.fix:
                 continue
-            created = try_fix(docs, issue.fix, d.doc.path, plain, before)
+            # a workspace-wide fix (a merge, a delete) is reported in every document it concerns: try it once
+            where = "" if issue.fix.get("op") in WORKSPACE_OPS else str(d.doc.path)
+            key = (where, json.dumps(issue.fix, sort_keys=True, default=str))
+            if key not in tried:
+                tried[key] = try_fix(docs, issue.fix, d.doc.path, plain, before)
+            created = tried[key]
             bad = harmful(created or [], issue.severity)
             if bad:
                 label, worst = min(bad, key=lambda li: RANK.get(li[1].get("severity"), len(RANK)))
