@@ -88,6 +88,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
                 from ctxfst_tui.core.workspace.fixes import describe_fix
 
                 print(f"    fix: {describe_fix(issue['fix'])}")
+            elif args.level == "fix" and issue.get("fix_withheld"):
+                print(f"    no fix: {issue['fix_withheld']}")
     print(f"{count(len(reports), 'file')} diagnosed: {count(total, 'finding')}")
     return status
 

@@ -61,6 +61,10 @@ def test_ch22_offers_no_eighth_link_to_the_chunk_flagged_for_seven(tmp_path, cap
 
     doc = tmp_path / "benchmark.ctxfst.md"
     shutil.copyfile(CH22, doc)
+    capsys.readouterr()
+    assert main(["diagnose", str(doc), "-l", "fix"]) == 0
+    assert ("    no fix: 'link entity:service-deployment from about:backend-summary' would create warning "
+            "[entity-links-many] Chunk links to many entities (8). Recommend 1-6.\n") in capsys.readouterr().out
     assert main(["diagnose", str(doc), "--apply", "--dry-run"]) == 0
     out, err = capsys.readouterr()
     assert out == "" and "0 fixes would be applied" in err
