@@ -8,10 +8,15 @@ like it was there before, or *made worse* when it was there with a smaller ``cou
 ``entity-links-many`` going from 7 links to 8). A fix that would do so is withheld: the issue keeps
 its suggestion, loses its ``fix``, and says why in ``fix_withheld``.
 
+A finding that measures how bad it is carries ``count`` (``entity-links-many``: the links); the
+message's numbers are not compared, so "86 tokens" becoming "91 tokens" is the same finding.
+
 The before/after diagnosis covers the documents the fix changes (one, for a chunk-level fix; those
-holding the entity, for a merge or delete), diagnosed together; a cross-document effect on a document
-the fix does not touch is not seen here, which is why ``diagnose --apply`` diagnoses the whole
-workspace again after applying and reports any finding the fixes created.
+naming its entity ids, for a merge or delete), diagnosed together; a cross-document effect on a
+document the fix does not touch is not seen here, which is why ``diagnose --apply`` diagnoses the
+whole workspace again after applying and reports any finding the fixes created. What a trial found
+is kept by the fix and the texts it was tried on, so diagnosing again after an edit tries again only
+the fixes that read a changed document.
 """
 from __future__ import annotations
 
