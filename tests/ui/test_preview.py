@@ -62,6 +62,8 @@ async def test_the_preview_shows_tags_or_chunks_converts_rechunks_steps_and_swit
         assert [s.id for s in spans] == ["skill:python-basics"]
         assert spans[0].tokens > 0
         assert "current <Chunk> tags" in preview.border_subtitle
+        # one chunk: "1 chunk · 57 tok", not "1 chunks · 57–57–57 tok"
+        assert str(preview.query_one("#preview-stats").render()).startswith(f"1 chunk · {spans[0].tokens} tok")
         await pilot.press("2", "c")
         await settle(app, pilot)
         assert not isinstance(app.screen, ConfirmScreen)

@@ -32,6 +32,7 @@ from textual.widgets import Input, Label, Select, Sparkline, Static
 
 from ctxfst_tui.core.chunking.spans import ChunkSpan, size_summary
 from ctxfst_tui.core.chunking.preview import DEFAULT_BUDGETS, Budget, parse_budget, size_range
+from ctxfst_tui.core.text.plural import count
 from ctxfst_tui.ui.widgets.chunks.chunk_map import ChunkMap
 from ctxfst_tui.ui.widgets.fixed_input import FixedInput
 
@@ -171,7 +172,8 @@ class ChunkPreview(Vertical):
         self.query_one(ChunkMap).show(text, spans, keep_selection=keep_selection)
         self.query_one(Sparkline).data = [s.tokens for s in spans] or [0]
         s = size_summary(spans)
-        stats = f"{s['count']} chunks · {s['min']}–{s['median']}–{s['max']} tok"
+        spread = f"{s['min']} tok" if s["min"] == s["max"] else f"{s['min']}–{s['median']}–{s['max']} tok"
+        stats = f"{count(s['count'], 'chunk')} · {spread}"
         if s["small"]:
             stats += f" · [b $warning]⚠ {s['small']} under 100[/]"
         if s["large"]:
