@@ -4,15 +4,23 @@
    "Produced by" credits after it) and footer (from "End of the Project Gutenberg EBook"
    / ``*** END OF ... ***`` on, licence included) are cut, as is a Markdown YAML front
    matter block. Their ``***`` are never scene breaks.
-2. **Headings.** Parts/books (``BOOK ONE: 1805``, ``PART II``, ``Parte 2``, ``Livro I``,
-   ``VOLUME III``) and chapters (``Chapter 12``, ``CHAPTER IV.``, ``CHAPTER 1. Loomings.``,
-   ``# Capítulo 3``, ``Letter 2``, ``Carta 4``, ``Prologue``, ``Epílogo``; numbers in digits,
-   roman numerals or words, English and Portuguese), alone on a line (with ``#`` marks or
-   not; a short title line right under one belongs to it). Without such headings a ``.md``
-   file's own headings are used, else bare numerals (``IV.``) alone on a line.
+2. **Headings.** Parts (``BOOK ONE: 1805``, ``PART II``, ``Parte 2``, ``Livro I``, ``VOLUME III``,
+   ``BOOK THE FIRST--Recalled to Life``, ``PRIMEIRA PARTE``) and the frame of the story (``PROLOGUE``,
+   ``INTERLUDE``, ``EPILOGUE. 1813-1820``, ``FIRST EPILOGUE``, ``Epílogo``) are parts; chapters are
+   ``Chapter 12``, ``CHAPTER IV.``, ``CHAPTER 1. Loomings.``, ``# Capítulo 3``, ``Letter 2``, ``Carta 4``
+   (numbers in digits, roman numerals or words, English and Portuguese). A heading stands alone on a
+   line (with ``#`` marks or not); a short title line right under one belongs to it, and so does a
+   line in capitals a blank line under a part or a bare numeral (``PRIMEIRA PARTE`` / ``OS AVENTUREIROS``).
+   Without keyword chapters a ``.md`` file's own headings are used, else bare numerals (``IV.``)
+   alone on a line. A part holds the chapters up to the next part; a prologue or interlude only
+   in a book divided into parts (in a book of chapters alone it is a part of its own text), an
+   epilogue always. A prologue, interlude or epilogue right under a part heading, or a Markdown
+   heading deeper than the parts, is a chapter of that part.
 3. **Contents are not chapters.** A heading followed by fewer than ``min_chapter_words``
    words before the next heading is an entry of a table of contents (Frankenstein lists
-   all its letters and chapters first); its text stays in the front matter.
+   all its letters and chapters first); its text stays in the front matter. So is a part listed
+   before the first chapter whose title comes again later, and a part heading above a contents
+   line that precedes every chapter (``TOMO PRIMEIRO`` on a title page over ``INDICE``).
 4. **Scenes.** A chapter is cut at its author's scene markers (``***``, ``* * *``,
    ``* * * * *``, ``#``, ``~``, ``---`` alone on a line); a marked piece longer than
    ``max_scene_words`` (1,000), or a marker-less chapter longer than ``split_words`` (600),
@@ -184,11 +192,24 @@ _PT_NUM = ("um uma dois duas três tres quatro cinco seis sete oito nove dez onz
 _NUMWORD = "(?:" + "|".join(sorted(set(_EN_NUM + _PT_NUM), key=len, reverse=True)) + ")"
 NUMBER = rf"(?:\d{{1,4}}|[IVXLCDM]{{1,8}}|{_NUMWORD}(?:(?:[- ]|\s+e\s+){_NUMWORD}){{0,2}})"
 _SEP_REST = r"(?:\s*(?:[.:;—–-]+|\s)\s*(?P<rest>.*?))?"
+_PUNCT_REST = r"(?:\s*[.:;—–-]+\s*(?P<rest>.*?))?"  # a title after punctuation only ("BOOK THE FIRST--Recalled to Life")
+_ORDINAL = ("(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|last|final|"
+            "primeiro|primeira|segundo|segunda|terceiro|terceira|quarto|quarta|quinto|quinta|sexto|sexta|sétimo|"
+            "sétima|setimo|setima|oitavo|oitava|nono|nona|décimo|décima|decimo|decima|último|última|ultimo|ultima)")
+_DIVISION = r"(?:part|book|volume|vol\.|parte|livro|tomo)"
+_FRAME = r"(?:prologue|epilogue|interlude|prólogo|prologo|epílogo|epilogo|interlúdio|interludio)"
 CHAPTER_RE = re.compile(
     rf"^(?P<key>chapter|chap\.|capítulo|capitulo|cap\.|letter|carta)\s+(?P<num>{NUMBER})\b\.?{_SEP_REST}\s*$", re.I)
-SPECIAL_RE = re.compile(r"^(?P<key>prologue|epilogue|prólogo|prologo|epílogo|epilogo)\b\.?(?:\s*[.:—–-]\s*(?P<rest>.*?))?\s*$", re.I)
+# a prologue, interlude or epilogue, also numbered ("FIRST EPILOGUE: 1813 - 20", "Interlude II", "EPÍLOGO")
+FRAME_RE = re.compile(
+    rf"^(?:{_ORDINAL}\s+)?(?P<key>{_FRAME})(?:\s+(?:{NUMBER}))?\b\.?{_PUNCT_REST}\s*$", re.I)
+# a division of the book: "PART II", "Livro I", "BOOK THE FIRST", "Book the Second--the Golden Thread", "PRIMEIRA PARTE"
 PART_RE = re.compile(
-    rf"^(?P<key>part|book|volume|vol\.|parte|livro|tomo)\s+(?P<num>{NUMBER})\b\.?{_SEP_REST}\s*$", re.I)
+    rf"^(?P<key>{_DIVISION})\s+(?P<num>{NUMBER})\b\.?{_SEP_REST}\s*$", re.I)
+PART_THE_RE = re.compile(rf"^(?P<key>{_DIVISION})\s+the\s+(?P<num>{_ORDINAL}|{NUMBER})\b\.?{_PUNCT_REST}\s*$", re.I)
+PART_ORDINAL_RE = re.compile(rf"^(?P<num>{_ORDINAL})\s+(?P<key>{_DIVISION})\b\.?{_PUNCT_REST}\s*$", re.I)
+_HEADING_RES = (("chapter", "", CHAPTER_RE), ("part", "frame", FRAME_RE), ("part", "division", PART_RE),
+                ("part", "division", PART_THE_RE), ("part", "division", PART_ORDINAL_RE))
 BARE_RE = re.compile(r"^(?:[IVXLCDM]{1,8}|\d{1,3})\.?$")
 MD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 SCENE_MARKER = re.compile(r"^[ \t]*(?:(?:\*[ \t]*){3,}|#|~+|(?:~[ \t]*){3,}|-{3,}|(?:-[ \t]*){3,}|⁂|§|(?:•[ \t]*){3,})[ \t]*$")
@@ -203,6 +224,8 @@ class _Candidate:
     title: str
     level: int = 0  # markdown level
     keyword: bool = True
+    role: str = ""  # of a part: "division" (BOOK, PART, VOLUME) or "frame" (PROLOGUE, INTERLUDE, EPILOGUE)
+    key: str = ""  # the heading's keyword, lower case ("epilogue", "book")
 
 
 def _lines(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
@@ -222,8 +245,8 @@ def _rest_ok(rest: str | None) -> bool:
     return len(rest.split()) <= 14 and len(rest) <= 120
 
 
-def _classify(line: str) -> tuple[str, str, int] | None:
-    """(kind, title, md level) when ``line`` is a heading candidate."""
+def _classify(line: str) -> tuple[str, str, int, str, str] | None:
+    """(kind, title, md level, part role, keyword) when ``line`` is a heading candidate."""
     raw = line.strip()
     if not raw or len(raw) > 140:
         return None
@@ -234,14 +257,14 @@ def _classify(line: str) -> tuple[str, str, int] | None:
         level = len(md.group(1))
         body = md.group(2).strip()
     body_clean = body.strip("*_ ").strip()
-    for kind, rx in (("chapter", CHAPTER_RE), ("chapter", SPECIAL_RE), ("part", PART_RE)):
+    for kind, role, rx in _HEADING_RES:
         m = rx.match(body_clean)
         if m and body_clean[:1].isupper() and _rest_ok(m.group("rest")):
-            return kind, body_clean, level
+            return kind, body_clean, level, role, m.group("key").lower()
     if md:
-        return "md", body_clean, level
+        return "md", body_clean, level, "", ""
     if BARE_RE.match(body_clean):
-        return "bare", body_clean, 0
+        return "bare", body_clean, 0, "", ""
     return None
 
 
@@ -252,6 +275,15 @@ def _is_subtitle(line: str) -> bool:
     if _classify(s) is not None:
         return False
     return s[:1].isupper() or s[:1] in "\"'“‘_*"
+
+
+def _caps_title(line: str) -> bool:
+    """A short line in capitals: the title printed a blank line under a part or a bare numeral ("OS AVENTUREIROS")."""
+    s = line.strip()
+    if (not s or len(s) > 60 or len(s.split()) > 8 or SCENE_MARKER.match(line) or _classify(s) is not None
+            or _CONTENTS_LINE.match(s)):
+        return False
+    return any(ch.isalpha() for ch in s) and s == s.upper() and s[-1:] not in ",;!?"
 
 
 def _candidates(text: str, start: int, end: int) -> list[_Candidate]:
@@ -265,7 +297,7 @@ def _candidates(text: str, start: int, end: int) -> list[_Candidate]:
         if c is None:
             i += 1
             continue
-        kind, title, level = c
+        kind, title, level, role, key = c
         prev_blank = i == 0 or not lines[i - 1][2].strip() or (out and out[-1].end >= lines[i - 1][0])
         if level == 0 and not prev_blank:
             i += 1
@@ -281,26 +313,38 @@ def _candidates(text: str, start: int, end: int) -> list[_Candidate]:
             else:
                 i += 1
                 continue
-        out.append(_Candidate(kind, a, span_end, title, level, kind in ("chapter", "part")))
+        elif level == 0 and kind in ("part", "bare"):
+            # a title in capitals alone a blank line or more below ("PRIMEIRA PARTE" ... "OS AVENTUREIROS")
+            j = i + 1
+            while j < n and not lines[j][2].strip():
+                j += 1
+            if j < n and _caps_title(lines[j][2]) and (j + 1 >= n or not lines[j + 1][2].strip()):
+                sep = " " if title[-1:] in ".:—–-" else " — "
+                title = f"{title}{sep}{lines[j][2].strip()}"
+                span_end = lines[j][1]
+                i = j
+        out.append(_Candidate(kind, a, span_end, title, level, kind in ("chapter", "part"), role, key))
         i += 1
     return out
 
 
-def _choose_headings(text: str, cands: list[_Candidate], body_end: int, settings: SegmentSettings) -> list[_Candidate]:
+def _choose_headings(text: str, cands: list[_Candidate], body_start: int, body_end: int,
+                     settings: SegmentSettings) -> list[_Candidate]:
     keyword = [c for c in cands if c.kind in ("chapter", "part")]
+    md = [c for c in cands if c.kind == "md"]
+    bare = [c for c in cands if c.kind == "bare"]
+    frames = [c for c in keyword if c.role == "frame"]
     if any(c.kind == "chapter" for c in keyword):
         chosen = keyword
+    elif len(frames) < len(keyword):  # divisions without keyword chapters: markdown headings or numerals under them
+        under = [_as(c, "chapter") for c in md if all(c.level > k.level for k in keyword if k.level)]
+        chosen = keyword + (under or ([_as(c, "chapter") for c in bare] if len(bare) >= 2 else []))
+    elif md:  # a prologue or epilogue at most: the markdown headings are the chapters (and parts)
+        chosen = frames + _md_levels(text, md)
+    elif len(bare) >= 3:
+        chosen = frames + [_as(c, "chapter") for c in bare]
     else:
-        md = [c for c in cands if c.kind == "md"]
-        bare = [c for c in cands if c.kind == "bare"]
-        if keyword:  # parts only: treat any markdown headings under them as chapters
-            chosen = keyword + [_as(c, "chapter") for c in md if all(c.level > k.level for k in keyword if k.level)]
-        elif md:
-            chosen = _md_levels(text, md)
-        elif len(bare) >= 3:
-            chosen = [_as(c, "chapter") for c in bare]
-        else:
-            chosen = []
+        chosen = frames
     chosen.sort(key=lambda c: c.start)
     # contents entries: a chapter heading with (almost) no words before the next heading
     words_after = []
@@ -308,12 +352,16 @@ def _choose_headings(text: str, cands: list[_Candidate], body_end: int, settings
         nxt = chosen[i + 1].start if i + 1 < len(chosen) else body_end
         words_after.append(count_words(text[c.end:nxt]))
     real_chapter = [c.kind == "chapter" and w >= settings.min_chapter_words for c, w in zip(chosen, words_after)]
+    first_real = next((c.start for c, r in zip(chosen, real_chapter) if r), body_end)
     keep: list[_Candidate] = []
     for i, c in enumerate(chosen):
         if c.kind == "chapter":
             if real_chapter[i]:
                 keep.append(c)
             continue
+        if words_after[i] < settings.min_chapter_words and c.start < first_real and any(
+                d.kind == "part" and _same_title(d.title, c.title) for d in chosen[i + 1:]):
+            continue  # an entry of the contents ("EPILOGUE" listed last, just before the first chapter)
         # a part is real when its own text is long enough or the next heading that is a part
         # or a real chapter is a real chapter
         if words_after[i] >= settings.min_chapter_words:
@@ -321,11 +369,43 @@ def _choose_headings(text: str, cands: list[_Candidate], body_end: int, settings
             continue
         for j in range(i + 1, len(chosen)):
             if chosen[j].kind == "part":
+                if (j == i + 1 and c.role != "frame" and chosen[j].role == "frame"
+                        and words_after[j] >= settings.min_chapter_words):
+                    keep.append(c)  # "PART ONE" / "PROLOGUE": the prologue is its first chapter
                 break
             if real_chapter[j]:
                 keep.append(c)
                 break
-    return keep
+    # a part heading above a table of contents that comes before every chapter and before another part
+    # is on the title page ("TOMO PRIMEIRO" over "INDICE" over "PRIMEIRA PARTE"); a volume's own
+    # contents ("VOLUME I" / "CONTENTS" / "CHAPTER I") leaves its volume a part
+    first_real = next((c.start for c in keep if c.kind == "chapter"), body_end)
+    toc = [m.start() for m in _CONTENTS_LINE.finditer(text, body_start, first_real)]
+    if toc and any(toc[-1] < c.start < first_real for c in keep if c.kind == "part"):
+        keep = [c for c in keep if c.start > toc[-1]]
+    return _frames_inside_divisions(keep)
+
+
+def _same_title(a: str, b: str) -> bool:
+    return re.sub(r"[\W_]+", " ", a).strip().casefold() == re.sub(r"[\W_]+", " ", b).strip().casefold()
+
+
+def _frames_inside_divisions(headings: list[_Candidate]) -> list[_Candidate]:
+    """A prologue, interlude or epilogue inside a part is one of its chapters.
+
+    It is inside when it comes right after the part's heading ("PART ONE" / "PROLOGUE" / "CHAPTER 1"),
+    or when it is a Markdown heading deeper than the part headings ("# Part One" / "## Interlude").
+    """
+    division_levels = [c.level for c in headings if c.kind == "part" and c.role != "frame" and c.level]
+    out: list[_Candidate] = []
+    for c in headings:
+        if c.role == "frame":
+            after_division = bool(out) and out[-1].kind == "part" and out[-1].role != "frame"
+            deeper = bool(c.level) and bool(division_levels) and c.level > min(division_levels)
+            if after_division or deeper:
+                c = _Candidate("chapter", c.start, c.end, c.title, c.level, True, "", c.key)
+        out.append(c)
+    return out
 
 
 def _as(c: _Candidate, kind: str) -> _Candidate:
@@ -503,7 +583,7 @@ def segment(text: str, *, path: str | Path | None = None, title: str | None = No
     text = normalize(text)
     (b0, b1), removed, gb_title = strip_boilerplate(text)
     cands = _candidates(text, b0, b1)
-    headings = _choose_headings(text, cands, b1, settings)
+    headings = _choose_headings(text, cands, b0, b1, settings)
     p = Path(path) if path is not None else None
 
     root = Node("book", "", b0, b1, id="book")
@@ -527,6 +607,7 @@ def segment(text: str, *, path: str | Path | None = None, title: str | None = No
         else:
             add_scenes(root, b0, first, "")
     part: Node | None = None
+    has_division = any(h.kind == "part" and h.role != "frame" for h in headings)
     chapter_no = 0
     part_no = 0
     for i, h in enumerate(headings):
@@ -536,6 +617,8 @@ def segment(text: str, *, path: str | Path | None = None, title: str | None = No
             part = Node("part", _heading_title(h), h.end, nxt, id=f"p{part_no}", heading=(h.start, h.end))
             root.children.append(part)
             add_scenes(part, h.end, nxt, f"p{part_no}.")
+            if not _adopts_chapters(h, has_division):
+                part = None  # the chapters after it are the book's
             continue
         chapter_no += 1
         ch = Node("chapter", _heading_title(h), h.end, nxt, id=f"c{chapter_no}", heading=(h.start, h.end))
@@ -553,6 +636,17 @@ def segment(text: str, *, path: str | Path | None = None, title: str | None = No
     ms = Manuscript(text=text, root=root, path=p, title=book_title, body=(b0, b1), removed=removed)
     compute_source_hashes(ms)
     return ms
+
+
+def _adopts_chapters(h: _Candidate, has_division: bool) -> bool:
+    """Whether the chapters after part heading ``h`` are its own.
+
+    A book, part or volume holds the chapters up to the next part heading; so does an epilogue
+    (War and Peace's FIRST EPILOGUE has sixteen). A prologue or interlude holds them only in a
+    book divided into parts; in a book of chapters alone it is a part of its own text, and
+    "Chapter 1" after it is the book's.
+    """
+    return h.role != "frame" or h.key in ("epilogue", "epílogo", "epilogo") or has_division
 
 
 def _first_line(s: str) -> str:
