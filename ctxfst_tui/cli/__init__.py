@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", "-j", action="store_true", help="print the reference's JSON report (exit 1 iff an error)")
     d.add_argument("--apply", action="store_true", help="apply the fixes of every error and warning, and save")
     d.add_argument("--dry-run", action="store_true", help="with --apply: print the diff, write nothing")
+    d.add_argument("--with-drafts", action="store_true",
+                   help="with --apply: also apply fixes that leave a milder finding to review (a [DRAFT] context)")
     d.set_defaults(func=documents.cmd_diagnose)
 
     pr = sub.add_parser("profiles", help="entity profiles from chunks.json")

@@ -98,10 +98,11 @@ def _apply_fixes(args: argparse.Namespace) -> int:
     """diagnose --apply: every machine-applicable fix, in a safe order, then one save (or a diff).
 
     Only fixes that create no finding as bad as their own are offered (``fix_safety``); each is
-    checked again after the fixes before it, and the workspace is diagnosed again at the end: any
-    finding the fixes created is listed ("created: ...")."""
+    checked again after the fixes before it. A fix that would leave a milder finding (a draft
+    context to rewrite) is listed as needing review and applied only with ``--with-drafts``. The
+    workspace is diagnosed again at the end: any finding the fixes created is listed ("created: ...")."""
     from ctxfst_tui.core.diagnosis.diagnose import diagnose_workspace
-    from ctxfst_tui.core.diagnosis.fix_safety import apply_checked_fixes, describe_finding
+    from ctxfst_tui.core.diagnosis.fix_safety import REVIEW, apply_checked_fixes, describe_finding
     from ctxfst_tui.core.workspace.fixes import describe_fix
 
     ws = load_workspace(args.path)
@@ -109,23 +110,41 @@ def _apply_fixes(args: argparse.Namespace) -> int:
     # Info-level fixes (e.g. unlinking a weak link) are judgement calls: only errors and
     # warnings are fixed in bulk; the rest are offered one by one in the workbench.
     before = {id(d): d.text for d in ws.docs}
-    run, created = apply_checked_fixes(ws, reports, ("error", "warning"))
+    run, created = apply_checked_fixes(ws, reports, ("error", "warning"), with_drafts=args.with_drafts)
+    review = [(fix, why[len(REVIEW):]) for fix, why in run.skipped if why.startswith(REVIEW)]
+    skipped = [(fix, why) for fix, why in run.skipped if not why.startswith(REVIEW)]
+    changed = [d for d in ws.docs if d.text != before[id(d)]]
+    if args.json:
+        report = {
+            "applied": [describe_fix(fix) for fix, _record in run.applied],
+            "not_applied": [{"fix": describe_fix(fix), "op": fix.get("op"), "reason": why} for fix, why in review],
+            "skipped": [{"fix": describe_fix(fix), "op": fix.get("op"), "reason": why} for fix, why in skipped],
+            "created": [{"filepath": label, "rule": i.get("rule"), "severity": i.get("severity"),
+                         "chunk_ids": i.get("chunk_ids") or [], "message": i.get("message")} for label, i in created],
+            "dry_run": bool(args.dry_run),
+        }
+        if not args.dry_run:
+            report["written"] = [str(p) for p in save_workspace(ws)]
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+        return 0
     for fix, _record in run.applied:
         print(f"applied: {describe_fix(fix)}")
-    for fix, why in run.skipped:
+    for fix, why in skipped:
         print(f"skipped: {describe_fix(fix)} ({why})")
+    for fix, why in review:
+        print(f"needs review (not applied): {describe_fix(fix)} ({why})")
     for label, issue in created:
         print(f"created: {describe_finding(label, issue)}")
+    tail = f"; {count(len(review), 'fix')} to review, not applied (--with-drafts applies them)" if review else ""
     if args.dry_run:
         import difflib
 
-        for d in ws.docs:
-            if d.text != before[id(d)]:
-                sys.stdout.writelines(difflib.unified_diff(
-                    before[id(d)].splitlines(keepends=True), d.text.splitlines(keepends=True), d.label, d.label))
-        print(f"{count(len(run.applied), 'fix')} would be applied; nothing written (--dry-run)", file=sys.stderr)
+        for d in changed:
+            sys.stdout.writelines(difflib.unified_diff(
+                before[id(d)].splitlines(keepends=True), d.text.splitlines(keepends=True), d.label, d.label))
+        print(f"{count(len(run.applied), 'fix')} would be applied{tail}; nothing written (--dry-run)", file=sys.stderr)
         return 0
     saved = save_workspace(ws)
-    print(f"{count(len(run.applied), 'fix')} applied, {len(run.skipped)} skipped; {count(len(saved), 'file')} written",
+    print(f"{count(len(run.applied), 'fix')} applied, {len(skipped)} skipped{tail}; {count(len(saved), 'file')} written",
           file=sys.stderr)
     return 0

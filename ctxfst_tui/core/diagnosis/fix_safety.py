@@ -79,6 +79,21 @@ def created_findings(before: Iterable[dict], after: Iterable[dict]) -> list[tupl
     return out
 
 
+def renamed_by(fix: dict, reports: list[dict]) -> list[dict]:
+    """``reports`` as they would read after ``fix`` renamed entity ids (a merge): the same finding
+    about ``entity:js`` before and ``entity:javascript`` after is not a new one."""
+    into, merged = fix.get("into"), fix.get("merged")
+    names = {m: into for m in (merged if isinstance(merged, list) else [merged]) if isinstance(m, str)}
+    if not isinstance(into, str) or not names:
+        return reports
+
+    def rename(v: Any) -> Any:
+        return names.get(v, v) if isinstance(v, str) else [rename(x) for x in v] if isinstance(v, list) else v
+
+    return [{**r, "issues": [{**i, "entity_ids": rename(i["entity_ids"])} if i.get("entity_ids") else i
+                             for i in r.get("issues", [])]} for r in reports]
+
+
 def harmful(created: Iterable[tuple[str, dict]], severity: str) -> list[tuple[str, dict]]:
     """The created findings of ``severity`` or worse (what a fix of that severity may not create)."""
     limit = RANK.get(severity, len(RANK))
@@ -142,7 +157,7 @@ def try_fix(docs: list[Document], fix: dict, path: Any, diagnose: Callable[[list
         else:
             old = before(changed) if before is not None else diagnose([docs[i] for i in changed])
             new = diagnose([scratch.docs[picked.index(i)] for i in changed])
-            result = created_findings(old, new)
+            result = created_findings(renamed_by(fix, old), new)
     with _TRIED_LOCK:
         _TRIED[key] = result
         while len(_TRIED) > _TRIED_SIZE:
@@ -196,14 +211,22 @@ def _text_copy(doc: Document, text: str) -> Document:
     return copy
 
 
-def apply_checked_fixes(ws: Any, reports: list[dict], severities: Iterable[str] = ("error", "warning")) -> tuple[Any, list[tuple[str, dict]]]:
+REVIEW = "needs review: "  # the reason a fix that makes only milder findings was not applied
+
+
+def apply_checked_fixes(ws: Any, reports: list[dict], severities: Iterable[str] = ("error", "warning"),
+                        with_drafts: bool = False) -> tuple[Any, list[tuple[str, dict]]]:
     """``diagnose --apply``: apply the fixes the ``reports`` (of ``diagnose_workspace(ws.docs, "fix")``)
-    offer for issues of ``severities``, refusing any that, after the fixes applied before it, would
-    create a finding of its issue's severity or worse; then diagnose the whole workspace again.
+    offer for issues of ``severities``, each checked after the fixes applied before it; then
+    diagnose the whole workspace again.
+
+    A fix that would create a finding of its issue's severity or worse is refused. One that would
+    create only milder findings (a ``[DRAFT]`` context is a placeholder to rewrite) is a draft: it
+    is applied only ``with_drafts``, else skipped with a reason starting with :data:`REVIEW`, so a
+    plain ``--apply`` leaves the documents with no finding they did not have.
 
     Returns the :class:`~ctxfst_tui.core.workspace.fixes.FixRun` and every finding (filepath, issue)
-    of the new diagnosis that the old one lacks (any severity; for the offered fixes there should be
-    none of a fix's own severity or worse)."""
+    of the new diagnosis that the old one lacks (with drafts, the milder findings they made)."""
     from ctxfst_tui.core.diagnosis.diagnose import diagnose_workspace
     from ctxfst_tui.core.workspace.fixes import apply_fixes, collect_fixes
 
@@ -223,12 +246,20 @@ def apply_checked_fixes(ws: Any, reports: list[dict], severities: Iterable[str] 
         old = diagnose_workspace([_text_copy(ws.docs[i], by_index[i].before) for i in idx], "diagnose")
         new = diagnose_workspace([copy_document(ws.docs[i]) for i in idx], "diagnose")
         sev = severity.get(json.dumps(fix, sort_keys=True, default=str), "info")
-        bad = harmful(created_findings(old, new), sev)
-        if not bad:
-            return None
-        return "after the fixes before it, it would create " + "; ".join(
-            f"{i.get('severity')} [{i.get('rule')}] {i.get('message')}" for _, i in bad)
+        made = created_findings(renamed_by(fix, old), new)
+        bad = harmful(made, sev)
+        if bad:
+            return "after the fixes before it, it would create " + _listed(bad)
+        if made and not with_drafts:
+            return REVIEW + "it would create " + _listed(made)
+        return None
 
     run = apply_fixes(ws, collect_fixes(picked), check=check)
     after = diagnose_workspace(ws.docs, "diagnose") if run.applied else reports
+    for fix, _record in run.applied:
+        reports = renamed_by(fix, reports)
     return run, created_findings(reports, after)
+
+
+def _listed(found: list[tuple[str, dict]]) -> str:
+    return "; ".join(f"{i.get('severity')} [{i.get('rule')}] {i.get('message')}" for _, i in found)
