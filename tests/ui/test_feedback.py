@@ -155,6 +155,17 @@ async def test_feedback_that_was_missing_or_wrong(tmp_path, monkeypatch):
         assert str(folder) not in first and "#" not in first
         assert all(s.label.startswith("story.txt · ") for s in chunk_map.spans)  # (no heading the chunker knows)
         assert len({s.label for s in chunk_map.spans}) == len(chunk_map.spans)  # each its own words
+        # (4) … and ctrl+e on a plain .txt is offered the conversion too (no "not a CtxFST document")
+        told.clear()
+        await pilot.press("ctrl+e")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        question = app.screen.question
+        assert "novels/story.txt[/] is plain text, not yet a CtxFST document" in question, question
+        assert "then extract entities from it." in question, question
+        assert "novels/story.ctxfst.md" in question and not told
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert not (folder / "novels" / "story.ctxfst.md").exists()
 
         # (7) a summary cancelled after one of three nodes: how far it got, what was not reached
         await pilot.press("5")

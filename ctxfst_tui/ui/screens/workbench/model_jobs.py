@@ -42,6 +42,11 @@ class ModelJobs(Controller):
             self.notify(f"Open a document first, then {what} it.", severity="warning", timeout=3)
         elif not self.session.ready:
             self.notify("The workspace is still loading; try again in a moment.", severity="warning", timeout=3)
+        elif doc is None and path.suffix.lower() == ".txt" and not self.screen.current_has_tags:
+            # A plain-text note is not held as a document, but it converts just like a plain .md.
+            self.screen.editing.convert(
+                why=f"[b]{self.session.label(path)}[/] is plain text, not yet a CtxFST document: "
+                    f"convert it to CtxFST first, then {what} it.")
         elif doc is None:
             self.notify(f"{self.session.label(path)} is not a CtxFST document of the workspace (.md).", severity="warning", timeout=4)
         elif doc.readable and doc.frontmatter is None and doc.frontmatter_error is None:
