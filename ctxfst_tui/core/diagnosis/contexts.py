@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import re
 
+from ctxfst_tui.core.diagnosis.context_comments import move_fix
 from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk
 from ctxfst_tui.core.diagnosis.terms import jaccard, word_set
+from ctxfst_tui.core.format.context_comment import find_context_comment
 
 # Thresholds of the reference, kept so findings match it.
 ECHO_THRESHOLD = 0.7  # Jaccard of context words vs the content's first 15 words
@@ -28,6 +30,12 @@ def context_quality(d: DocumentDiagnosis) -> None:
         at = d.at(c.entry, "context")
         count = len(c.context.split())
         if count == 0:
+            comment = find_context_comment(c.body) if c.body is not None else None
+            if comment is not None:  # contextualize_chunks.py wrote it into the body: move it
+                d.add("context_quality", "context-empty", [c.id], "Context is empty",
+                      "The chunk's <!-- Context: --> comment holds one: the fix moves it into the 'context' field.",
+                      move_fix(c.id, comment.text, c.context), at)
+                continue
             draft = _draft_context(c)
             d.add("context_quality", "context-empty", [c.id], "Context is empty",
                   "Add a 15-25 word description that explains what this chunk covers "

@@ -9,7 +9,8 @@ of the frontmatter entry or field (or of the ``<Chunk>`` tag for body-only probl
 This module runs the checks and builds the reports. The issue model is in :mod:`.issue`, the
 shared records and workspace lookups in :mod:`.index`, and each family of checks in its own
 module: :mod:`.structure`, :mod:`.similarity`, :mod:`.contexts`, :mod:`.sizes`, :mod:`.tags`,
-:mod:`.ids`, :mod:`.catalog` (noise and duplication), :mod:`.links`, :mod:`.dependencies`.
+:mod:`.context_comments`, :mod:`.ids`, :mod:`.catalog` (noise and duplication), :mod:`.links`,
+:mod:`.dependencies`.
 
 Categories and rules (severity in brackets; the severities are the table of core/format/rules.py)::
 
@@ -18,7 +19,8 @@ Categories and rules (severity in brackets; the severities are the table of core
                          ``cause`` says which) [error]; chunk-skipped [warning]
     semantic_similarity  similar-chunks [warning]: word Jaccard >= 0.6 (reference) or TF-IDF cosine >= 0.5
     context_quality      context-empty [error], context-short [warning], context-long [info],
-                         context-echo [warning], context-placeholder [warning]
+                         context-echo [warning], context-placeholder [warning], context-in-comment
+                         [warning] and context-conflict [warning] (a <!-- Context: --> comment in the body)
     chunk_size           chunk-small [info] (< 100 cl100k tokens), chunk-large [warning] (> 1,500)
     tag_overlap          tags-ubiquitous [info], tags-identical [warning]
     id_naming            id-format [warning], id-rare-prefix [info]
@@ -36,8 +38,8 @@ Categories and rules (severity in brackets; the severities are the table of core
 At ``--level fix`` an issue that can be repaired mechanically carries ``fix``: an operation
 dict that :func:`ctxfst_tui.core.workspace.fixes.apply_fix` applies (``op`` is one of merge_entities,
 add_alias, update_entity, delete_entity, declare_entity, link_entity, unlink_entity,
-relink_entity, set_context, remove_dependency). ``set_context`` keeps the reference's own
-patch key (``context``).
+relink_entity, set_context, move_context_comment, remove_dependency). ``set_context`` keeps the
+reference's own patch key (``context``).
 
 Workspaces: :func:`diagnose_workspace` diagnoses several documents as one workspace and
 returns one report per document. Cross-document knowledge is used everywhere: TF-IDF
@@ -58,6 +60,7 @@ from collections import Counter
 from typing import Any
 
 from ctxfst_tui.core.diagnosis.catalog import entity_clusters, entity_duplication, entity_noise
+from ctxfst_tui.core.diagnosis.context_comments import context_comments
 from ctxfst_tui.core.diagnosis.contexts import context_quality
 from ctxfst_tui.core.diagnosis.dependencies import dependencies, dependency_cycles
 from ctxfst_tui.core.diagnosis.ids import id_naming
@@ -97,7 +100,7 @@ def _run(ws: WorkspaceIndex) -> None:
 def _checks(d: DocumentDiagnosis) -> None:
     steps = []
     if d.ok:
-        steps += [semantic_similarity, context_quality, chunk_size, tag_overlap, id_naming]
+        steps += [semantic_similarity, context_quality, context_comments, chunk_size, tag_overlap, id_naming]
     if d.doc.data is not None:  # the catalog is worth checking even without usable chunks
         steps += [entity_noise, entity_duplication, entity_linking]
     if d.ok:

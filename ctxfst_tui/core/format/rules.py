@@ -81,6 +81,8 @@ SEVERITY: dict[str, str] = {
     "context-long": INFO,
     "context-echo": WARNING,
     "context-placeholder": WARNING,
+    "context-in-comment": WARNING,  # contextualize_chunks.py's <!-- Context: --> (context_comments.py)
+    "context-conflict": WARNING,
     "chunk-small": INFO,
     "chunk-large": WARNING,
     "tags-ubiquitous": INFO,

@@ -2,20 +2,21 @@
 
 A fix is a dict with an ``op`` and its arguments, never free text:
 
-=====================  ==========================================================  =============
-op                     arguments                                                    acts on
-=====================  ==========================================================  =============
-``merge_entities``     ``into``, ``merged`` (list of ids)                           workspace
-``add_alias``          ``entity_id``, ``alias``                                     workspace
-``update_entity``      ``entity_id``, ``name`` and/or ``type``                      workspace
-``delete_entity``      ``entity_id`` (its links and state references go too)        workspace
-``declare_entity``     ``entity`` (id, name, type[, aliases]), ``chunk_id``          one document
-``link_entity``        ``chunk_id``, ``entity_id``                                  one chunk
-``unlink_entity``      ``chunk_id``, ``entity_id`` (any value, e.g. ``42``)          one chunk
-``relink_entity``      ``chunk_id``, ``entity_id`` (old), ``into`` (new)             one chunk
-``set_context``        ``chunk_id``, ``context``, optional ``replaces`` (expected)  one chunk
-``remove_dependency``  ``chunk_id``, ``dependency``                                 one chunk
-=====================  ==========================================================  =============
+========================  ==========================================================  =============
+op                        arguments                                                    acts on
+========================  ==========================================================  =============
+``merge_entities``        ``into``, ``merged`` (list of ids)                           workspace
+``add_alias``             ``entity_id``, ``alias``                                     workspace
+``update_entity``         ``entity_id``, ``name`` and/or ``type``                      workspace
+``delete_entity``         ``entity_id`` (its links and state references go too)        workspace
+``declare_entity``        ``entity`` (id, name, type[, aliases]), ``chunk_id``          one document
+``link_entity``           ``chunk_id``, ``entity_id``                                  one chunk
+``unlink_entity``         ``chunk_id``, ``entity_id`` (any value, e.g. ``42``)          one chunk
+``relink_entity``         ``chunk_id``, ``entity_id`` (old), ``into`` (new)             one chunk
+``set_context``           ``chunk_id``, ``context``, optional ``replaces`` (expected)  one chunk
+``move_context_comment``  ``chunk_id``, ``context`` (the comment's), ``replaces``      one chunk
+``remove_dependency``     ``chunk_id``, ``dependency``                                 one chunk
+========================  ==========================================================  =============
 
 :func:`apply_fix` applies one fix through the entity operations of :mod:`.entities` or the
 field primitives of :class:`~ctxfst_tui.core.format.document.Document` (only the lines of the
@@ -53,7 +54,7 @@ from ctxfst_tui.core.workspace.workspace import Workspace
 # The order apply_fixes uses: identities first, then links, then text, deletions last.
 FIX_OPS = (
     "declare_entity", "relink_entity", "merge_entities", "add_alias", "update_entity",
-    "unlink_entity", "link_entity", "set_context", "remove_dependency", "delete_entity",
+    "unlink_entity", "link_entity", "set_context", "move_context_comment", "remove_dependency", "delete_entity",
 )
 WORKSPACE_OPS = frozenset({"merge_entities", "add_alias", "update_entity", "delete_entity"})
 
@@ -222,6 +223,33 @@ def _set_context(ws: Workspace, fix: dict, path: Any) -> UndoRecord:
                  lambda d: d.set_field("chunks", k, "context", context))
 
 
+def _move_context_comment(ws: Workspace, fix: dict, path: Any) -> UndoRecord:
+    """The chunk's ``<!-- Context: -->`` comment into its ``context`` field (kept if it already says
+    the same), the comment and its blank line out of the body; no other line changes."""
+    from ctxfst_tui.core.format.context_comment import find_context_comment, same_context, without_comment
+
+    cid = _arg(fix, "chunk_id")
+    context = _arg(fix, "context")
+    i, k = _find_chunk(ws, cid, path)
+    doc = ws.docs[i]
+    body = doc.body_chunk(cid)
+    comment = find_context_comment(body) if body is not None else None
+    if comment is None or not same_context(comment.text, context):
+        raise FixError(f"stale fix: chunk '{cid}' no longer opens with that context comment")
+    current = _context_text(_chunk_data(doc, k).get("context"))
+    keep = same_context(current, context)
+    if not keep and current.strip() and current != _context_text(fix.get("replaces", "")):
+        raise FixError(f"stale fix: the context of '{cid}' changed since the diagnosis")
+
+    def edit(d: Document) -> None:
+        d.replace_text(without_comment(d.text, comment))  # the body first: frontmatter lines stay put
+        if not keep:
+            d.set_field("chunks", k, "context", comment.text)
+
+    what = "remove the context comment of" if keep else "move the context comment into the context of"
+    return _edit(ws, i, "move_context_comment", f"{what} {cid}", edit)
+
+
 def _remove_dependency(ws: Workspace, fix: dict, path: Any) -> UndoRecord:
     cid = _arg(fix, "chunk_id")
     if "dependency" not in fix:
@@ -313,6 +341,7 @@ _HANDLERS: dict[str, Callable[[Workspace, dict, Any], UndoRecord]] = {
     "unlink_entity": _unlink,
     "relink_entity": _relink,
     "set_context": _set_context,
+    "move_context_comment": _move_context_comment,
     "remove_dependency": _remove_dependency,
 }
 assert set(_HANDLERS) == set(FIX_OPS)
@@ -370,6 +399,8 @@ def describe_fix(fix: Any) -> str:
         return f"link {show(g('into'))} instead of {show(g('entity_id'))} from {show(g('chunk_id'))}"
     if op == "set_context":
         return f"set the context of {show(g('chunk_id'))} to \"{_short(g('context'), 50)}\""
+    if op == "move_context_comment":
+        return f"move the <!-- Context: --> comment of {show(g('chunk_id'))} into its context"
     if op == "remove_dependency":
         return f"remove the dependency of {show(g('chunk_id'))} on {show(g('dependency'))}"
     return f"unknown fix {op!r}"
