@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Union
 
+from ctxfst_tui.core.text.plural import count
+
 
 class _Absent:
     """The ``expected`` value meaning "the target must not exist" (exclusive create)."""
@@ -81,7 +83,7 @@ class WriteError(OSError):
 
     def _summary(self) -> str:
         written = sum(o.status == "written" for o in self.outcomes)
-        head = "nothing was replaced" if not written else f"only {written} of {len(self.outcomes)} file(s) written"
+        head = "nothing was replaced" if not written else f"only {written} of {count(len(self.outcomes), 'file')} written"
         return head + ": " + "; ".join(o.line() for o in self.outcomes)
 
     def __str__(self) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from textual.theme import Theme
 
 from ctxfst_tui.config import config_dir
+from ctxfst_tui.core.text.plural import noun
 
 THEMES_PACKAGE = "ctxfst_tui.themes_data"
 DEFAULT_THEME = "ctxfst-dark"
@@ -67,7 +68,7 @@ def _theme_from(entry: Path | Traversable) -> Theme:
     name = data.pop("name", entry.name.removesuffix(".toml"))
     unknown = set(data) - THEME_FIELDS
     if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}")
+        raise ValueError(f"unknown {noun(len(unknown), 'key')} {', '.join(sorted(unknown))}")
     if "primary" not in data:
         raise ValueError("'primary' is required")
     theme = Theme(name=str(name), **data)

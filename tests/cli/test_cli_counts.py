@@ -44,3 +44,30 @@ def test_two_files_are_counted_in_the_plural(tmp_path, capsys):
     assert lines_of(capsys, "diagnose", tmp_path)[-1].startswith("2 files diagnosed: ")
     assert lines_of(capsys, "export", tmp_path, "--output", tmp_path / "out.json")[-1] == (
         f"exported 2 chunks and 1 entity from 2 files to {tmp_path / 'out.json'}")
+
+
+def test_missing_entity_fields_are_counted(tmp_path, capsys):
+    doc = tmp_path / "fields.md"
+    doc.write_text(ONE.replace("    name: Helm\n    type: tool\n", "    name: Helm\n"), encoding="utf-8")
+    assert "Entity definition 1 missing required field 'type'" in "\n".join(lines_of(capsys, "validate", doc))
+    doc.write_text(ONE.replace("    name: Helm\n    type: tool\n", ""), encoding="utf-8")
+    assert "Entity definition 1 missing required fields 'name', 'type'" in "\n".join(lines_of(capsys, "validate", doc))
+
+
+def test_no_message_in_the_package_hedges_a_plural():
+    """Every count goes through core.text.plural: no string says "chunk(s)" (http(s) is a URL)."""
+    import io
+    import re
+    import tokenize
+
+    import ctxfst_tui
+
+    hedge = re.compile(r"[a-z]\((?:s|es|y/ies)\)")
+    strings = {tokenize.STRING} | ({tokenize.FSTRING_MIDDLE} if hasattr(tokenize, "FSTRING_MIDDLE") else set())
+    found = []
+    for path in Path(ctxfst_tui.__file__).parent.rglob("*.py"):
+        for tok in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
+            text = re.sub(r"\{[^{}]*\}", "", tok.string).replace("http(s)", "")  # not an f-string's code
+            if tok.type in strings and not text.lstrip("rbuf").startswith(('"""', "'''")) and hedge.search(text):
+                found.append(f"{path.name}:{tok.start[0]}: {tok.string}")
+    assert found == []

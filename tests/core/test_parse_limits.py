@@ -409,7 +409,7 @@ def test_nested_tags_are_one_error_and_cost_no_copies():
     assert doc.body_chunks[0].close is not None and doc.body_chunks[0].close.line == doc.index.line_count - 1
     nested = [f for f in validate(doc) if f.rule == "tag-nested"]
     assert [f.line for f in nested] == [15, 17]
-    assert f"{NESTED - 3} more chunk tag(s)" in nested[1].message
+    assert f"{NESTED - 3} more chunk tags nested" in nested[1].message
 
 
 def test_nested_siblings_keep_their_own_chunks():

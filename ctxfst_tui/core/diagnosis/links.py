@@ -19,6 +19,7 @@ from ctxfst_tui.core.entities.aliases import acronym_of, fingerprint, numeronym_
 from ctxfst_tui.core.format.document import jsonable
 from ctxfst_tui.core.format.schema import OPERATIONAL_TYPES
 from ctxfst_tui.core.text.words import stemmed_terms
+from ctxfst_tui.core.text.plural import noun
 
 MAX_CHUNK_ENTITIES = 6
 
@@ -209,7 +210,7 @@ def _unused(d: DocumentDiagnosis) -> None:
         if mentioned:
             d.add("entity_linking", "entity-unused", [],
                   f"Entity '{e.id}' is declared but no chunk links it",
-                  f"Link it from the chunk(s) that name it: {quote_list(mentioned)}.",
+                  f"Link it from the {noun(len(mentioned), 'chunk')} that name it: {quote_list(mentioned)}.",
                   at=d.at(e.entry, "id"), entity_ids=[e.id])
         else:
             d.add("entity_linking", "entity-unused", [],

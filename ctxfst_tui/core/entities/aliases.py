@@ -628,7 +628,7 @@ class _Pairs:
             together = b in ea.neighbours
             shared = sorted(ea.neighbours & eb.neighbours)
             if together:
-                e.reasons.append(f"co-mentioned: {a} and {b} are linked from the same chunk(s)")
+                e.reasons.append(f"co-mentioned: {a} and {b} are linked from a chunk they share")
             elif shared:
                 e.reasons.append(f"co-mentioned: both appear in chunks with {', '.join(shared[:3])}")
 

@@ -16,6 +16,7 @@ from ctxfst_tui.core.format.findings import Finding
 from ctxfst_tui.core.format.rules import severity_of
 from ctxfst_tui.core.format.schema import (CHUNK_ID, CHUNK_TYPES, COSTS, ENTITY_TYPES, NEGATION, PRIORITIES,
                                           STATE_REF_FIELDS, WORLD_MODEL_LISTS)
+from ctxfst_tui.core.text.plural import count, noun
 
 
 
@@ -78,7 +79,7 @@ class _Validator:
                 continue
             missing = [k for k in ("id", "name", "type") if k not in e.data]
             if missing:
-                self.add("entity-missing-field", f"Entity definition {e.index + 1} missing required field(s) {', '.join(map(repr, missing))}", line, col)
+                self.add("entity-missing-field", f"Entity definition {e.index + 1} missing required {noun(len(missing), 'field')} {', '.join(map(repr, missing))}", line, col)
                 continue
             ent_id = e.data["id"]
             try:
@@ -248,7 +249,7 @@ class _Validator:
             cid, line, col = deep[0]
             self.add(
                 "tag-nested",
-                f"Chunk '{cid}' is nested {MAX_KEPT_DEPTH + 1} levels deep; it and {deep_count - 1} more chunk tag(s) "
+                f"Chunk '{cid}' is nested {MAX_KEPT_DEPTH + 1} levels deep; it and {count(deep_count - 1, 'more chunk tag')} "
                 "nested as deep or deeper are not checked further (chunks do not nest)",
                 line, col, chunk_id=cid, count=deep_count,
             )

@@ -15,6 +15,7 @@ from textual.widgets import Button, SelectionList, Static
 
 from ctxfst_tui.core.entities.extract import EntityProposal, Proposals
 from ctxfst_tui.ui.widgets.footer import KeyFooter
+from ctxfst_tui.core.text.plural import count
 
 
 def _new_label(p: EntityProposal) -> Content:
@@ -87,7 +88,7 @@ class ProposalsScreen(ModalScreen[set[str] | None]):
             if props.cancelled:
                 notes.append("The job was cancelled: these are the proposals from the chunks read so far.")
             if props.model_errors:
-                notes.append(f"The model failed on {len(props.model_errors)} chunk(s): {props.model_errors[0]}")
+                notes.append(f"The model failed on {count(len(props.model_errors), 'chunk')}: {props.model_errors[0]}")
             if notes:
                 yield Static("\n".join(notes), id="proposals-note")
             if props.entities:
