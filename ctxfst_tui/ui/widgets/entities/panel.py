@@ -166,7 +166,7 @@ class EntityTable(DataTable[Text]):
 
         names: list[str] = []
         for e in self._entities:
-            name = (e.name or "") if e.declared else "(declared nowhere)"
+            name = (e.name or "") if e.declared else "(undeclared)"
             if folded and e.aliases:
                 name = f"{name} ({', '.join(e.aliases)})" if name else ", ".join(e.aliases)
             names.append(name)
