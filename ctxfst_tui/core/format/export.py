@@ -2,6 +2,11 @@
 
 Unlike the reference, a document with validation errors is refused (the reference writes
 whatever its regex happened to match), so a vector store never ingests a broken document.
+
+A chunk opening with the ``<!-- Context: -->`` comment of the reference's ``contextualize_chunks.py``
+is exported as the reference exports it (the comment in ``content``, ``context`` from the
+frontmatter only), with a warning naming the chunk: the bytes stay the reference's, and the user
+learns that the comment's words are not in ``context`` (``diagnose --apply`` moves them there).
 """
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ctxfst_tui.core.format.context_comment import find_context_comment, same_context
 from ctxfst_tui.core.format.document import Document, jsonable
 from ctxfst_tui.core.format.findings import Finding
 from ctxfst_tui.core.format.schema import OPTIONAL_CHUNK_FIELDS
@@ -40,6 +46,7 @@ def chunk_records(doc: Document, source: str, warnings: list[str]) -> list[dict]
     if not isinstance(data.get("chunks"), list):
         return []
     body = {c.id: c.content for c in doc.body_chunks}
+    bodies = {c.id: c for c in doc.body_chunks}
     records = []
     for entry in doc.chunks:
         d = entry.data
@@ -49,6 +56,7 @@ def chunk_records(doc: Document, source: str, warnings: list[str]) -> list[dict]
         if not content:
             warnings.append(f"{doc.label}:{entry.line}: chunk '{d['id']}' has no content in the body; not exported")
             continue
+        _warn_context_comment(doc, bodies[d["id"]], d.get("context"), warnings)
         record: dict[str, Any] = {
             "id": d["id"],
             "context": d.get("context", ""),
@@ -61,6 +69,25 @@ def chunk_records(doc: Document, source: str, warnings: list[str]) -> list[dict]
                 record[key] = d[key]
         records.append(jsonable(record))
     return records
+
+
+def _warn_context_comment(doc: Document, chunk: Any, context: Any, warnings: list[str]) -> None:
+    """A warning when the chunk opens with a ``<!-- Context: -->`` comment (see the module docstring)."""
+    comment = find_context_comment(chunk)
+    if comment is None:
+        return
+    where = f"{doc.label}:{doc.index.position(comment.start)[0]}: chunk '{chunk.id}'"
+    field = context if isinstance(context, str) else ""
+    if not field.strip():
+        what = ("has its context only in a <!-- Context: --> comment: exported in its content, "
+                "with an empty context; 'ctxfst-tui diagnose --apply' moves it into the frontmatter")
+    elif same_context(field, comment.text):
+        what = ("has its context both in the frontmatter and in a <!-- Context: --> comment; "
+                "the comment is exported in its content")
+    else:
+        what = ("has a frontmatter context and a different <!-- Context: --> comment; "
+                "the frontmatter's is exported, the comment stays in its content")
+    warnings.append(f"{where} {what}")
 
 
 def export_documents(docs: Iterable[Document]) -> ExportResult:
