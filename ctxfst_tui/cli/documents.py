@@ -110,29 +110,29 @@ def _apply_fixes(args: argparse.Namespace) -> int:
     # Info-level fixes (e.g. unlinking a weak link) are judgement calls: only errors and
     # warnings are fixed in bulk; the rest are offered one by one in the workbench.
     before = {id(d): d.text for d in ws.docs}
-    run, created = apply_checked_fixes(ws, reports, ("error", "warning"), with_drafts=args.with_drafts)
-    review = [(fix, why[len(REVIEW):]) for fix, why in run.skipped if why.startswith(REVIEW)]
+    run, created, review = apply_checked_fixes(ws, reports, ("error", "warning"), with_drafts=args.with_drafts)
     skipped = [(fix, why) for fix, why in run.skipped if not why.startswith(REVIEW)]
     changed = [d for d in ws.docs if d.text != before[id(d)]]
     if args.json:
         report = {
             "applied": [describe_fix(fix) for fix, _record in run.applied],
-            "not_applied": [{"fix": describe_fix(fix), "op": fix.get("op"), "reason": why} for fix, why in review],
+            "not_applied": [_review_json(r) for r in review],
             "skipped": [{"fix": describe_fix(fix), "op": fix.get("op"), "reason": why} for fix, why in skipped],
-            "created": [{"filepath": label, "rule": i.get("rule"), "severity": i.get("severity"),
-                         "chunk_ids": i.get("chunk_ids") or [], "message": i.get("message")} for label, i in created],
+            "created": [_finding_json(label, i) for label, i in created],
             "dry_run": bool(args.dry_run),
         }
         if not args.dry_run:
             report["written"] = [str(p) for p in save_workspace(ws)]
-        print(json.dumps(report, ensure_ascii=False, indent=2))
+        print(json.dumps(report, ensure_ascii=False, indent=2, default=str))
         return 0
     for fix, _record in run.applied:
         print(f"applied: {describe_fix(fix)}")
     for fix, why in skipped:
         print(f"skipped: {describe_fix(fix)} ({why})")
-    for fix, why in review:
-        print(f"needs review (not applied): {describe_fix(fix)} ({why})")
+    for r in review:
+        what = describe_finding(*r.finding) if r.finding else describe_fix(r.fix)
+        made = "; ".join(f"{i.get('severity')} [{i.get('rule')}] {i.get('message')}" for _, i in r.would_create)
+        print(f"needs review (not applied): {what} — '{describe_fix(r.fix)}' would create {made}")
     for label, issue in created:
         print(f"created: {describe_finding(label, issue)}")
     tail = f"; {count(len(review), 'fix')} to review, not applied (--with-drafts applies them)" if review else ""
@@ -148,3 +148,20 @@ def _apply_fixes(args: argparse.Namespace) -> int:
     print(f"{count(len(run.applied), 'fix')} applied, {len(skipped)} skipped{tail}; {count(len(saved), 'file')} written",
           file=sys.stderr)
     return 0
+
+
+def _finding_json(label: str, issue: dict) -> dict:
+    return {"filepath": label, "rule": issue.get("rule"), "severity": issue.get("severity"),
+            "chunk_ids": issue.get("chunk_ids") or [], "entity_ids": issue.get("entity_ids") or [],
+            "message": issue.get("message")}
+
+
+def _review_json(r) -> dict:
+    """A fix left for review: the finding it fixes, the fix, and the rules of what it would create."""
+    from ctxfst_tui.core.workspace.fixes import describe_fix
+
+    label, issue = r.finding or ("", {})
+    return {"rule": issue.get("rule"), "severity": issue.get("severity"), "document": label,
+            "chunk_ids": issue.get("chunk_ids") or [], "entity_ids": issue.get("entity_ids") or [],
+            "message": issue.get("message"), "fix": describe_fix(r.fix), "op": r.fix.get("op"),
+            "would_create": list(dict.fromkeys(i.get("rule") for _, i in r.would_create))}

@@ -93,7 +93,13 @@ def _replay(reports: list[dict], run) -> list[tuple[str, str, list[tuple[str, di
 def _check_apply(paths: list[Path], with_drafts: bool = False) -> list[tuple[str, str, tuple]]:
     ws = Workspace([Document.load(p) for p in paths])
     reports = diagnose_workspace(ws.docs, "fix")
-    run, created = apply_checked_fixes(ws, reports, ("error", "warning"), with_drafts=with_drafts)
+    run, created, review = apply_checked_fixes(ws, reports, ("error", "warning"), with_drafts=with_drafts)
+    # a fix left for review made something, and only milder than the finding it fixes
+    for r in review:
+        assert r.would_create and r.finding is not None
+        assert all(RANK[i["severity"]] > RANK[r.finding[1]["severity"]] for _, i in r.would_create)
+    assert [r.fix for r in review] == [f for f, why in run.skipped if why.startswith("needs review: ")]
+    assert not (with_drafts and review)
     # every fix, checked in the state the ones before it left: nothing as bad as its own finding
     for op, severity, made in _replay(reports, run):
         worse = [(i["severity"], i["rule"], i["message"]) for _, i in made if RANK[i["severity"]] <= RANK[severity]]
@@ -123,32 +129,17 @@ def test_with_drafts_applies_the_fixes_that_leave_milder_findings(name: str):
 
 
 @needs_shared
-def test_plain_apply_lists_draft_fixes_for_review_and_writes_nothing_for_them(tmp_path, capsys):
-    import json
-
-    doc = tmp_path / "diag-context-quality.md"
-    shutil.copyfile(CONFORMANCE / doc.name, doc)
-    capsys.readouterr()
-    assert main(["diagnose", str(doc), "--apply"]) == 0
-    out, err = capsys.readouterr()
-    review = [line for line in out.splitlines() if line.startswith("needs review (not applied): ")]
-    assert [line.split(" to ", 1)[0] for line in review] == [
-        "needs review (not applied): set the context of reference:metrics-empty",
-        "needs review (not applied): set the context of reference:alerts"]
-    assert all("it would create warning [context-placeholder]" in line for line in review)
-    assert "created:" not in out
-    assert "2 fixes to review, not applied (--with-drafts applies them)" in err
-    assert "[DRAFT]" not in doc.read_text()
-
-    assert main(["diagnose", str(doc), "--apply", "--json", "--dry-run"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert [n["op"] for n in report["not_applied"]] == ["set_context", "set_context"]
-    assert report["created"] == [] and report["dry_run"] is True
-
-    assert main(["diagnose", str(doc), "--apply", "--with-drafts"]) == 0
-    out, _ = capsys.readouterr()
-    assert "needs review" not in out and out.count("created: ") == 4
-    assert doc.read_text().count("[DRAFT]") == 2
+def test_plain_apply_leaves_the_draft_contexts_for_review():
+    """The two empty contexts of diag-context-quality.md: their [DRAFT] fixes are not applied, each
+    named with the finding it fixes and what it would create (the CLI's text: tests/cli/test_apply_clean.py)."""
+    ws = Workspace([Document.load(CONFORMANCE / "diag-context-quality.md")])
+    text = ws.docs[0].text
+    run, created, review = apply_checked_fixes(ws, diagnose_workspace(ws.docs, "fix"))
+    assert run.applied == [] and created == [] and ws.docs[0].text == text
+    assert [(r.fix["op"], r.finding[1]["rule"], r.finding[1]["chunk_ids"]) for r in review] == [
+        ("set_context", "context-empty", ["reference:metrics-empty"]),
+        ("set_context", "context-empty", ["reference:alerts"])]
+    assert [sorted(i["rule"] for _, i in r.would_create) for r in review] == [["context-echo", "context-placeholder"]] * 2
 
 
 def test_a_fix_that_would_make_a_finding_worse_is_not_offered():
@@ -185,8 +176,8 @@ def test_apply_refuses_a_fix_that_the_fixes_before_it_made_harmful(tmp_path):
     reports = diagnose_workspace(ws.docs, "fix")
     offered = [f for _, f in collect_fixes(reports)]
     assert sorted(f["entity_id"] for f in offered if f["op"] == "link_entity") == ["entity:e5", "entity:e6"]
-    run, created = apply_checked_fixes(ws, reports)
-    assert [f["entity_id"] for f, _ in run.applied] == ["entity:e5"]
+    run, created, review = apply_checked_fixes(ws, reports)
+    assert [f["entity_id"] for f, _ in run.applied] == ["entity:e5"] and review == []
     [(fix, why)] = run.skipped
     assert fix["entity_id"] == "entity:e6"
     assert why.startswith("after the fixes before it, it would create warning [entity-links-many]")

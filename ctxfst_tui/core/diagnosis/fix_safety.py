@@ -25,7 +25,8 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
 from ctxfst_tui.core.format.document import Document
 
@@ -109,8 +110,10 @@ def copy_document(doc: Document) -> Document:
 
 
 def describe_finding(label: str, issue: dict) -> str:
-    """``file: severity [rule] message``, as ``diagnose`` prints a finding."""
-    return f"{label}: {issue.get('severity')} [{issue.get('rule') or issue.get('category')}] {issue.get('message')}"
+    """``file: severity [rule] message (ids)``, as ``diagnose`` prints a finding."""
+    ids = ", ".join(map(str, issue.get("chunk_ids") or issue.get("entity_ids") or []))
+    return (f"{label}: {issue.get('severity')} [{issue.get('rule') or issue.get('category')}] {issue.get('message')}"
+            + (f" ({ids})" if ids else ""))
 
 
 def _mentioning(docs: list[Document], fix: dict) -> list[int]:
@@ -214,51 +217,75 @@ def _text_copy(doc: Document, text: str) -> Document:
 REVIEW = "needs review: "  # the reason a fix that makes only milder findings was not applied
 
 
+@dataclass
+class Review:
+    """A fix plain ``--apply`` left for review: it would create only findings milder than its own."""
+
+    fix: dict
+    finding: tuple[str, dict] | None  # (filepath, issue) that offered the fix
+    would_create: list[tuple[str, dict]]
+
+
+class CheckedFixes(NamedTuple):
+    """What :func:`apply_checked_fixes` did."""
+
+    run: Any  # the FixRun; ``run.skipped`` includes the fixes left for review (reason starts with REVIEW)
+    created: list[tuple[str, dict]]  # findings of the new diagnosis the old one lacks
+    review: list[Review]  # the fixes left for review, in the order apply_fixes tried them
+
+
 def apply_checked_fixes(ws: Any, reports: list[dict], severities: Iterable[str] = ("error", "warning"),
-                        with_drafts: bool = False) -> tuple[Any, list[tuple[str, dict]]]:
+                        with_drafts: bool = False) -> CheckedFixes:
     """``diagnose --apply``: apply the fixes the ``reports`` (of ``diagnose_workspace(ws.docs, "fix")``)
     offer for issues of ``severities``, each checked after the fixes applied before it; then
     diagnose the whole workspace again.
 
     A fix that would create a finding of its issue's severity or worse is refused. One that would
     create only milder findings (a ``[DRAFT]`` context is a placeholder to rewrite) is a draft: it
-    is applied only ``with_drafts``, else skipped with a reason starting with :data:`REVIEW`, so a
-    plain ``--apply`` leaves the documents with no finding they did not have.
-
-    Returns the :class:`~ctxfst_tui.core.workspace.fixes.FixRun` and every finding (filepath, issue)
-    of the new diagnosis that the old one lacks (with drafts, the milder findings they made)."""
+    is applied only ``with_drafts``, else skipped with a reason starting with :data:`REVIEW` and
+    listed in ``review``, so a plain ``--apply`` leaves the documents with no finding they did not
+    have. ``created`` lists what the new diagnosis has that the old lacks (with drafts, the milder
+    findings they made)."""
     from ctxfst_tui.core.diagnosis.diagnose import diagnose_workspace
     from ctxfst_tui.core.workspace.fixes import apply_fixes, collect_fixes
 
     wanted = set(severities)
     picked = [{**r, "issues": [i for i in r.get("issues", []) if i.get("severity") in wanted]} for r in reports]
-    severity: dict[str, str] = {}
+    offered: dict[str, tuple[str, dict]] = {}  # the fix -> the worst finding offering it
     for rep in picked:
         for i in rep["issues"]:
             if isinstance(i.get("fix"), dict):
                 k = json.dumps(i["fix"], sort_keys=True, default=str)
-                if k not in severity or RANK.get(i["severity"], 9) < RANK.get(severity[k], 9):
-                    severity[k] = i["severity"]
+                if k not in offered or RANK.get(i["severity"], 9) < RANK.get(offered[k][1]["severity"], 9):
+                    offered[k] = (str(rep.get("filepath")), i)
+    made_by_review: list[list[tuple[str, dict]]] = []
 
     def check(fix: dict, path: Any, record: Any) -> str | None:
         idx = sorted({c.index for c in record.changes})
         by_index = {c.index: c for c in record.changes}
         old = diagnose_workspace([_text_copy(ws.docs[i], by_index[i].before) for i in idx], "diagnose")
         new = diagnose_workspace([copy_document(ws.docs[i]) for i in idx], "diagnose")
-        sev = severity.get(json.dumps(fix, sort_keys=True, default=str), "info")
+        found = offered.get(json.dumps(fix, sort_keys=True, default=str))
+        sev = found[1]["severity"] if found else "info"
         made = created_findings(renamed_by(fix, old), new)
         bad = harmful(made, sev)
         if bad:
             return "after the fixes before it, it would create " + _listed(bad)
         if made and not with_drafts:
+            made_by_review.append(made)
             return REVIEW + "it would create " + _listed(made)
         return None
 
     run = apply_fixes(ws, collect_fixes(picked), check=check)
+    # apply_fixes records a refused fix (the one it was given, before any merge renamed its ids)
+    # right after check refused it: the k-th REVIEW skip is the k-th review refusal.
+    left = [fix for fix, why in run.skipped if why.startswith(REVIEW)]
+    review = [Review(fix, offered.get(json.dumps(fix, sort_keys=True, default=str)), made)
+              for fix, made in zip(left, made_by_review)]
     after = diagnose_workspace(ws.docs, "diagnose") if run.applied else reports
     for fix, _record in run.applied:
         reports = renamed_by(fix, reports)
-    return run, created_findings(reports, after)
+    return CheckedFixes(run, created_findings(reports, after), review)
 
 
 def _listed(found: list[tuple[str, dict]]) -> str:
