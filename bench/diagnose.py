@@ -7,9 +7,11 @@ corpus, so they share a vocabulary the way a real knowledge base does:
 
 * **folder** — ``--docs`` small CtxFST documents (default 5,000): each declares 4-8 entities
   drawn from one pool of ~300 (the same ids in hundreds of documents, now and then with another
-  type), and 3-5 chunks of consecutive corpus sentences (windows overlap, and one document in
-  ten is an edited copy of an earlier one, so near-duplicates cross documents);
-* **document** — one document of ``--chunks`` chunks (default 17,500, ~20 MB) over the same pool.
+  type), and 3-5 chunks of sentences drawn from one stretch of the corpus each (chunks from
+  nearby stretches share a topic and a sentence now and then); one document in ten is an edited
+  copy of an earlier one, so near-duplicates cross documents;
+* **document** — one document of ``--chunks`` chunks (default 17,500, ~20 MB) built the same
+  way over the whole pool, 3 % of them pasted twice with one sentence added.
 
 Each command runs as a child process (``ctxfst-tui`` of this checkout); the table gives the
 median wall time, the median peak RSS (``wait4`` rusage), the findings the command reports
@@ -42,6 +44,7 @@ CLI = ROOT / ".venv" / "bin" / "ctxfst-tui"
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")
 TYPES = ("concept", "tool", "skill", "framework", "library")
+NEIGHBOURHOOD = 30  # sentences either side of a chunk's centre it draws from
 TAGS = ("Backend", "Rust", "Python", "API", "Testing", "Errors", "Memory", "Async", "Types", "Web",
         "CLI", "Security", "Docs", "Performance", "Data")
 
@@ -72,11 +75,11 @@ def corpus_sentences(root: Path) -> list[str]:
 
 def entity_pool(sentences: list[str], size: int, rnd: random.Random) -> list[dict]:
     """The most frequent names of the corpus as entities: backticked identifiers, and capitalised
-    words seldom written in lower case (so 'Rust' and 'FastAPI', not 'There')."""
+    words, both seldom written as a plain lower-case word (so 'Rust' and `unwrap`, not 'There' or `use`)."""
     counts: dict[str, int] = {}
     lower: dict[str, int] = {}
     for s in sentences:
-        for w in re.findall(r"\b[a-z][a-z]{2,15}\b", s):
+        for w in re.findall(r"\b[a-z][a-z]{2,15}\b", re.sub(r"`[^`]*`", " ", s)):
             lower[w] = lower.get(w, 0) + 1
         for term in re.findall(r"`([A-Za-z_][A-Za-z0-9_]{2,20})`|(?<=\w )([A-Z][a-zA-Z]{2,15})\b", s):
             t = term[0] or term[1]
@@ -85,7 +88,7 @@ def entity_pool(sentences: list[str], size: int, rnd: random.Random) -> list[dic
     pool = []
     for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         slug = re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-")
-        if not slug or slug in seen or (t[0].isupper() and lower.get(t.lower(), 0) * 2 > n):
+        if not slug or slug in seen or lower.get(t.lower(), 0) * 2 > n:
             continue
         seen.add(slug)
         pool.append({"id": f"entity:{slug}", "name": t, "type": rnd.choice(TYPES)})
@@ -112,14 +115,22 @@ def render(title: str, ents: list[dict], chunks: list[dict]) -> str:
 
 
 def make_chunk(cid: str, sentences: list[str], ents: list[dict], rnd: random.Random, n_sent: tuple[int, int]) -> dict:
-    start = rnd.randrange(len(sentences) - n_sent[1])
-    sents = sentences[start:start + rnd.randint(*n_sent)]
+    """A chunk of sentences drawn from one stretch of the corpus: chunks near each other share a
+    topic and now and then a sentence, as sections of one manual do."""
+    centre = rnd.randrange(NEIGHBOURHOOD, len(sentences) - NEIGHBOURHOOD)
+    picks = sorted(rnd.sample(range(centre - NEIGHBOURHOOD, centre + NEIGHBOURHOOD), rnd.randint(*n_sent)))
+    sents = [sentences[k] for k in picks]
     content = " ".join(sents)
     named = [e["id"] for e in ents if e["name"] in content]
     links = list(dict.fromkeys(named[:4] + [rnd.choice(ents)["id"]]))
     return {"id": cid, "title": " ".join(sents[0].split()[:6]).rstrip(".,;:"), "content": content,
             "context": sents[-1] if len(sents) > 1 else sents[0], "entities": links,
             "tags": rnd.sample(TAGS, rnd.randint(1, 3))}
+
+
+def edited(chunk: dict, cid: str, sentences: list[str], rnd: random.Random) -> dict:
+    """A copy of ``chunk`` with one more sentence: a near-duplicate."""
+    return {**chunk, "id": cid, "content": chunk["content"] + " " + rnd.choice(sentences)}
 
 
 def declared(pool: list[dict], rnd: random.Random, k: int) -> list[dict]:
@@ -141,8 +152,7 @@ def make_folder(dst: Path, n_docs: int, sentences: list[str], pool: list[dict], 
         topic = rnd.choice(("guide", "ref", "howto", "note"))
         if made and rnd.random() < 0.1:  # an edited copy of an earlier document
             ents, chunks = rnd.choice(made)
-            chunks = [{**c, "id": f"{topic}:{k}-{j}", "content": c["content"] + " " + rnd.choice(sentences)}
-                      for j, c in enumerate(chunks)]
+            chunks = [edited(c, f"{topic}:{k}-{j}", sentences, rnd) for j, c in enumerate(chunks)]
         else:
             ents = declared(pool, rnd, rnd.randint(4, 8))
             chunks = [make_chunk(f"{topic}:{k}-{j}", sentences, ents, rnd, (3, 8)) for j in range(rnd.randint(3, 5))]
@@ -156,7 +166,12 @@ def make_folder(dst: Path, n_docs: int, sentences: list[str], pool: list[dict], 
 def make_document(dst: Path, n_chunks: int, sentences: list[str], pool: list[dict], seed: int) -> int:
     rnd = random.Random(seed + 1)
     ents = pool
-    chunks = [make_chunk(f"section:part-{j}", sentences, ents, rnd, (6, 11)) for j in range(n_chunks)]
+    chunks: list[dict] = []
+    for j in range(n_chunks):
+        if chunks and rnd.random() < 0.03:  # boilerplate pasted twice
+            chunks.append(edited(rnd.choice(chunks), f"section:part-{j}", sentences, rnd))
+        else:
+            chunks.append(make_chunk(f"section:part-{j}", sentences, ents, rnd, (6, 11)))
     text = render("One big document", ents, chunks)
     dst.write_text(text, encoding="utf-8")
     return len(text.encode())
