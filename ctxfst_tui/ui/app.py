@@ -40,6 +40,7 @@ from ctxfst_tui.services.jobs import (
     JobEvent,
     JobOutcome,
     ModelService,
+    check_novel,
     open_novel,
 )
 from ctxfst_tui.ui.messages import (
@@ -49,6 +50,7 @@ from ctxfst_tui.ui.messages import (
     DocumentLoaded,
     DocumentsListed,
     JobFinished,
+    NovelChecked,
     NovelOpened,
     StatusesValidated,
     WorkspaceAnalysed,
@@ -376,6 +378,15 @@ class WorkbenchApp(App[None]):
         opened, view, error = open_novel(path, session)
         if not worker.is_cancelled:
             reply_to.post_message(NovelOpened(path, opened, view, error, reloaded=session is not None))
+
+    @work(thread=True, group="novel-check", exit_on_error=False, name="reading a saved novel")
+    def read_saved_novel(self, path: Path, reply_to: MessagePump) -> None:
+        """Read a summarized manuscript that was saved (its own session, not the Summary tab's):
+        which summaries went stale and what re-summarizing them would visit."""
+        worker = get_current_worker()
+        session, plan, error = check_novel(path)
+        if not worker.is_cancelled:
+            reply_to.post_message(NovelChecked(path, session, plan, error))
 
     def model_busy(self) -> bool:
         """True (and says so) while a model job runs: the model does one job at a time."""

@@ -19,7 +19,7 @@ from ctxfst_tui.services.jobs import Job, JobEvent, JobProgress, NodeChanged, Su
 from ctxfst_tui.services.report import DocumentReport, DocumentStatus
 
 if TYPE_CHECKING:
-    from ctxfst_tui.core.summary import NovelSession
+    from ctxfst_tui.core.summary import NovelSession, RefreshPlan
     from ctxfst_tui.services.jobs import NovelView
 
 
@@ -131,6 +131,17 @@ class NovelOpened(Message):
     view: "NovelView | None" = None
     error: str | None = None
     reloaded: bool = False
+
+
+@dataclass(eq=False)
+class NovelChecked(Message):
+    """A worker read a summarized manuscript again after it was saved: its tree with stale nodes
+    marked and what a re-summary would visit (``plan``), or a one-line ``error``."""
+
+    path: Path
+    session: "NovelSession | None" = None
+    plan: "RefreshPlan | None" = None
+    error: str | None = None
 
 
 @dataclass(eq=False)

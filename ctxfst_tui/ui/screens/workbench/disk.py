@@ -31,6 +31,11 @@ class DiskReactions(Controller):
     def changed(self, message: DiskChanged) -> None:
         screen = self.screen
         tree = screen.query_one(DocumentTree)
+        for change in message.changes:
+            if change.kind != "deleted" and not self.session.is_dirty(change.path):
+                # A novel saved by the writer's editor (often a new file renamed over the old one):
+                # the Summary tab reads it again, and a summarized one is re-summarized.
+                screen.summary.saved(change.path)
         for reaction in plan_reactions(message.changes, screen.current, self.session.dirty_paths):
             path = reaction.path
             if reaction.action == "rescan":
@@ -58,8 +63,6 @@ class DiskReactions(Controller):
     def reload(self, path: Path) -> None:
         """Take the file's new text: the open document through the open worker, any other held one here."""
         screen = self.screen
-        if path == screen.summary.novel_path:
-            screen.summary.reload()  # the Summary tab's tree: its stale summaries get marked
         if path == screen.current:
             screen.open(path, reloaded=True, from_disk=True)
             return

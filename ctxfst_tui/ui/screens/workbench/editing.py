@@ -184,6 +184,8 @@ class Editing(Controller):
         elif message.written:
             names = ", ".join(self.session.label(p) for p in message.written[:3]) + (" …" if len(message.written) > 3 else "")
             self.notify(f"Saved {count(len(message.written), 'document')}: {names}", title="Saved", timeout=4)
+        for path in message.written:
+            screen.summary.saved(path)
         if screen.current is not None and (message.written and screen.current in message.written):
             screen.open(screen.current, reloaded=True)
 

@@ -41,6 +41,7 @@ from ctxfst_tui.ui.messages import (
     DocumentsListed,
     JobFinished,
     JobProgressed,
+    NovelChecked,
     NovelOpened,
     StatusesValidated,
     SummaryNodeChanged,
@@ -327,6 +328,10 @@ class WorkbenchScreen(Screen[None]):
     @on(NovelOpened)
     def _novel_opened(self, message: NovelOpened) -> None:
         self.summary.opened(message)
+
+    @on(NovelChecked)
+    def _novel_checked(self, message: NovelChecked) -> None:
+        self.summary.checked(message)
 
     @on(SummaryNodeChanged)
     def _summary_node_changed(self, message: SummaryNodeChanged) -> None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxfst_tui.core.summary import NovelSession, SummarySettings
+from ctxfst_tui.core.summary import NovelSession, RefreshPlan, SummarySettings, refresh_plan
 from ctxfst_tui.core.summary.manuscript import is_manuscript
 from ctxfst_tui.core.text.plural import count
-from ctxfst_tui.services.jobs import Job, SummaryOutcome, format_duration, novel_view, summarize_job
-from ctxfst_tui.ui.messages import JobFinished, NovelOpened, SummaryNodeChanged
+from ctxfst_tui.services.jobs import (Job, SummaryOutcome, format_duration, has_summary_tree, novel_view,
+                                     refresh_job, summarize_job)
+from ctxfst_tui.ui.messages import JobFinished, NovelChecked, NovelOpened, SummaryNodeChanged
 from ctxfst_tui.ui.widgets.summary.tree import EMPTY as NO_NOVEL
 from ctxfst_tui.ui.widgets.summary.tree import SummaryPane
 from ctxfst_tui.ui.screens.workbench.controller import Controller
@@ -31,6 +32,8 @@ class Summaries(Controller):
         self.novel_path: Path | None = None  # its path (set as soon as it is asked for)
         self.job_session: NovelSession | None = None  # the novel a summary job is working on
         self.focus_pending = False  # focus the summary tree once the novel is shown (the user pressed 5)
+        self.following: set[Path] = set()  # saved novels being read again, to re-summarize what went stale
+        self.waiting: set[Path] = set()  # saved novels to read again once the running model job ends
 
     @property
     def pane(self) -> SummaryPane:
@@ -97,11 +100,76 @@ class Summaries(Controller):
             return
         self.novel = message.session
         pane.show_novel(message.view, label, keep=message.reloaded)
+        if message.path in self.following:
+            self.following.discard(message.path)
+            plan = refresh_plan(message.session.manuscript)
+            if plan.nodes:
+                self._refresh(message.session, plan)
+                return
         if message.reloaded:
             stale = sum(1 for v in message.view.nodes if v.status == "stale")
             what = f"{stale} stale node{'s' if stale != 1 else ''} (~): s makes them again" if stale else "no stale nodes"
             self.notify(f"Read {label} again: {what}.", timeout=4)
         self.focus_tree()
+
+    # ------------------------------------------------------------ following saves
+    def saved(self, path: Path) -> None:
+        """``path`` was saved, here or by another program. The Summary tab's novel is read again
+        (its stale summaries marked ~); and a summarized manuscript, shown or not, has its stale
+        scenes re-summarized in the background: the summaries follow the writing (the spec's
+        trigger; ``[summary] resummarize_on_save = false`` leaves it to ``s``)."""
+        follow = self.screen.app.config.resummarize_on_save and has_summary_tree(path)
+        job = self.screen.workbench.job
+        if follow and job is not None:
+            self.waiting.add(path)  # one model job at a time: read it again when this one ends
+            return
+        if follow:
+            self.following.add(path)
+        if path == self.novel_path:
+            self.reload()
+        elif follow:
+            self.screen.workbench.read_saved_novel(path, self.screen)
+
+    def checked(self, message: NovelChecked) -> None:
+        """A saved novel (not the one shown) was read again: re-summarize what went stale."""
+        if message.path not in self.following:
+            return
+        self.following.discard(message.path)
+        if message.error or message.session is None or message.plan is None:
+            error = (message.error or "cannot be read").replace(str(message.path), self.session.label(message.path), 1)
+            self.notify(f"{' '.join(error.split())} — its summaries were not brought up to date.",
+                        severity="warning", timeout=6)
+            return
+        if message.plan.nodes:
+            self._refresh(message.session, message.plan)
+
+    def _refresh(self, session: NovelSession, plan: RefreshPlan) -> None:
+        workbench = self.screen.workbench
+        if workbench.job is not None:
+            self.waiting.add(session.path)
+            return
+        job = refresh_job(session, plan, self.session.label(session.path))
+        models = workbench.models
+        settings = SummarySettings()
+        if workbench.start_job(job, lambda post: summarize_job(models, job, session, settings, post), self.screen):
+            self.job_session = session
+            self.screen.model_jobs.started(job)
+            if session is self.novel:
+                self.pane.job_started(job)
+            self.notify(f"{job.title} in the background (escape cancels it).", title="Saved", timeout=4)
+
+    def _after_job(self, ended: Job) -> None:
+        """The model is free again: read the novels saved while it was busy. (The App frees it when
+        the job's worker stops, which may come just after the job's last message.)"""
+        running = self.screen.workbench.job
+        if running is ended:
+            self.screen.set_timer(0.05, lambda: self._after_job(ended))
+            return
+        if running is not None:
+            return  # another job started meanwhile: its end comes here again
+        waiting, self.waiting = sorted(self.waiting), set()
+        for path in waiting:
+            self.saved(path)
 
     # ------------------------------------------------------------ summarizing
     def summarize(self, book: bool) -> None:
@@ -149,6 +217,8 @@ class Summaries(Controller):
         pane = self.pane
         outcome = message.result if isinstance(message.result, SummaryOutcome) else None
         self.job_session = None
+        if self.waiting:
+            self.screen.call_after_refresh(self._after_job, job)
         if pane.job is job:
             pane.job_ended()
             if outcome is not None and self.novel_path == job.path:
