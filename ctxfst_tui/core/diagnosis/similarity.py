@@ -1,19 +1,24 @@
 """Semantic-similarity checks: chunk pairs retrieval cannot tell apart, across the workspace.
 
 A pair is similar by the reference's word Jaccard or by TF-IDF cosine; each document of the
-pair reports it at its own chunk.
+pair reports it at its own chunk. The reference scores every pair of a document; here two exact
+similarity joins (:mod:`ctxfst_tui.core.text.joins`) find the same pairs while scoring only those
+that share a rare term. Past ``EXACT_LIMIT`` chunks even those approach all pairs (chunks of one
+field share most words), so candidates come from blocking on each chunk's rarest terms: every
+near-duplicate is still found, and a workspace of 20,000 chunks is not 200 million comparisons.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
 
 from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, WorkspaceIndex
 from ctxfst_tui.core.diagnosis.terms import ChunkVectors, jaccard, word_set
+from ctxfst_tui.core.text.joins import cosine_pairs, jaccard_pairs, rare_term_neighbours
 
 SIMILARITY_THRESHOLD = 0.6  # the reference's Jaccard of context+content word sets
 COSINE_THRESHOLD = 0.5  # TF-IDF cosine of context+content (stemmed, stopwords removed)
 NEAR_DUPLICATE_COSINE = 0.9
+EXACT_LIMIT = 1_000  # up to this many chunks every pair above a threshold is found; above, by blocking
 
 
 @dataclass
@@ -28,15 +33,15 @@ class SimilarPair:
 
 
 def similarity(ws: WorkspaceIndex) -> None:
-    """Score candidate pairs once for the whole workspace; every pair within a document is a candidate."""
+    """Every pair of the workspace at or above either threshold, scored once (in chunk order)."""
     chunks = ws.chunks
     texts = [c.context + "\n" + c.content for c in chunks]
     ws.tfidf = tf = ChunkVectors(texts)
     words = [word_set(t.replace("\n", " ")) for t in texts]
-    pairs = set(tf.candidates())
-    for d in ws.diags:  # the reference compares every pair within a document
-        ks = [c.order for c in d.chunks] if d.ok else []
-        pairs.update(combinations(ks, 2))
+    if len(chunks) <= EXACT_LIMIT:
+        pairs = cosine_pairs(tf.tfidf.vectors, COSINE_THRESHOLD) | jaccard_pairs(words, SIMILARITY_THRESHOLD)
+    else:  # exact joins approach all pairs when chunks share a vocabulary: block on rare terms
+        pairs = rare_term_neighbours(tf.tfidf.vectors)
     for i, j in sorted(pairs):
         if chunks[i].doc == chunks[j].doc and chunks[i].id == chunks[j].id:
             continue  # one id twice in a document: validation reports it
