@@ -68,30 +68,45 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     reports = diagnose_workspace(docs, args.level)
     # As the reference diagnose_chunks.py: exit 1 when any finding is an error, in both modes.
     status = 1 if any(i.get("severity") == "error" for r in reports for i in r.get("issues", [])) else 0
-    if args.json:
+    if args.json:  # a finding repeated over many chunks of a document: one object with its members
+        from ctxfst_tui.core.diagnosis.grouping import group_report_issues
+
+        reports = [{**r, "issues": group_report_issues(r.get("issues", []), str(r.get("filepath")))} for r in reports]
         single = len(reports) == 1 and Path(args.path).is_file()
         print(json.dumps(reports[0] if single else reports, ensure_ascii=False, indent=2, default=str))
         return status
-    total = 0
-    for rep in reports:
-        for issue in rep.get("issues", []):
-            total += 1
-            where = str(rep.get("filepath"))
-            if issue.get("line"):
-                where += f":{issue['line']}" + (f":{issue['column']}" if issue.get("column") else "")
-            ids = ", ".join(map(str, issue.get("chunk_ids") or issue.get("entity_ids") or []))
-            rule = issue.get("rule") or issue.get("category")
-            print(f"{where}: {issue.get('severity')} [{rule}] {issue.get('message')}" + (f" ({ids})" if ids else ""))
-            if args.level in ("suggest", "fix") and issue.get("suggestion"):
-                print(f"    suggestion: {issue['suggestion']}")
-            if args.level == "fix" and isinstance(issue.get("fix"), dict):
-                from ctxfst_tui.core.workspace.fixes import describe_fix
-
-                print(f"    fix: {describe_fix(issue['fix'])}")
-            elif args.level == "fix" and issue.get("fix_withheld"):
-                print(f"    no fix: {issue['fix_withheld']}")
+    _print_findings(reports, args.level)
+    total = sum(len(r.get("issues", [])) for r in reports)
     print(f"{count(len(reports), 'file')} diagnosed: {count(total, 'finding')}")
     return status
+
+
+def _print_findings(reports: list[dict], level: str) -> None:
+    """One line a finding; a finding repeated over many chunks or files is one line with its count."""
+    from ctxfst_tui.core.diagnosis.grouping import Group, group_findings
+    from ctxfst_tui.core.workspace.fixes import describe_fix
+
+    for item in group_findings([(str(r.get("filepath")), i) for r in reports for i in r.get("issues", [])]):
+        where, issue = (item.members[0][0], item.first) if isinstance(item, Group) else item
+        if issue.get("line"):
+            where += f":{issue['line']}" + (f":{issue['column']}" if issue.get("column") else "")
+        rule = issue.get("rule") or issue.get("category")
+        if isinstance(item, Group):
+            names, what = item.names()
+            files = len({f for f, _ in item.members})
+            spread = f" in {count(files, 'file')}" if what == "chunks" and files > 1 else ""
+            print(f"{where}: {issue.get('severity')} [{rule}] {item.message()} — {len(names):,} {what}{spread} "
+                  f"(first 5: {', '.join(names[:5])} …)")
+        else:
+            ids = ", ".join(map(str, issue.get("chunk_ids") or issue.get("entity_ids") or []))
+            print(f"{where}: {issue.get('severity')} [{rule}] {issue.get('message')}" + (f" ({ids})" if ids else ""))
+        if level in ("suggest", "fix") and issue.get("suggestion"):
+            print(f"    suggestion: {issue['suggestion']}")
+        also = f" (and {len(item.members) - 1:,} like it)" if isinstance(item, Group) else ""
+        if level == "fix" and isinstance(issue.get("fix"), dict):
+            print(f"    fix: {describe_fix(issue['fix'])}{also}")
+        elif level == "fix" and issue.get("fix_withheld"):
+            print(f"    no fix: {issue['fix_withheld']}")
 
 
 def _apply_fixes(args: argparse.Namespace) -> int:
