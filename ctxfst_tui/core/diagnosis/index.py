@@ -118,6 +118,7 @@ class WorkspaceIndex:
         self.docs = docs
         self.diags = [DocumentDiagnosis(d, self, i) for i, d in enumerate(docs)]
         self.similar_pairs: list[SimilarPair] = []
+        self.pairs_of: dict[int, list[SimilarPair]] = {}  # by document number, in similar_pairs order
         self.clusters: list[Any] = []
         self.mates: dict[str, set[str]] = {}
         self.same_name_pairs: set[frozenset] = set()
@@ -187,7 +188,7 @@ def index_entities(ws: WorkspaceIndex) -> None:
     for d in ws.diags:
         if not d.ok:
             continue
-        matcher = Mentions([e for e in ws.ents if e.doc == d.number])
+        matcher = Mentions(d.ents)
         for c in d.chunks:
             ids = {i for _, _, hit in matcher.find(c.context + "\n" + c.content) for i in hit}
             for i in sorted(ids):

@@ -32,6 +32,15 @@ def fold_form(form: str) -> str:
     return form.casefold() if len(form) >= 3 else form
 
 
+@lru_cache(maxsize=4096)
+def _forms_regex(forms: tuple[str, ...]) -> re.Pattern:
+    """One pattern for the forms, longest first; cached, as documents of a workspace share their entities."""
+    return re.compile(r"(?<!\w)(?:" + "|".join(_form_pattern(f) for f in forms) + r")(?!\w)")
+
+
+_form_fingerprint = lru_cache(maxsize=50_000)(fingerprint)
+
+
 class Mentions:
     """Finds word-bounded mentions of entity names and aliases; the longest form wins at a position."""
 
@@ -46,7 +55,7 @@ class Mentions:
                     ids.append(e.id)
         forms = sorted({" ".join(f.split()) for e in ents for f in e.forms if f.strip() not in ONE_LETTER_WORDS},
                        key=lambda f: (-len(f), f))
-        self.regex = re.compile(r"(?<!\w)(?:" + "|".join(_form_pattern(f) for f in forms) + r")(?!\w)") if forms else None
+        self.regex = _forms_regex(tuple(forms)) if forms else None
 
     def find(self, text: str) -> list[tuple[int, str, list[str]]]:
         """(offset, text as written, entity ids) of each mention."""
@@ -83,7 +92,7 @@ def appears(e: IndexedEntity, terms: set[str], raw: str, fp_text: list[str]) -> 
         if stems and stems <= terms:
             return True
     for form in forms:
-        fp = fingerprint(form)
+        fp = _form_fingerprint(form)
         if len(fp) >= 5:
             if not fp_text:
                 fp_text.append(fingerprint(raw))

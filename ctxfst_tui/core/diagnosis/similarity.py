@@ -48,15 +48,16 @@ def similarity(ws: WorkspaceIndex) -> None:
         cos = tf.cosine(i, j)
         jac = jaccard(words[i], words[j])
         if cos >= COSINE_THRESHOLD or jac >= SIMILARITY_THRESHOLD:
-            ws.similar_pairs.append(SimilarPair(chunks[i], chunks[j], cos, jac, tf.shared_terms(i, j)))
+            pair = SimilarPair(chunks[i], chunks[j], cos, jac, tf.shared_terms(i, j))
+            ws.similar_pairs.append(pair)
+            for k in dict.fromkeys((pair.a.doc, pair.b.doc)):
+                ws.pairs_of.setdefault(k, []).append(pair)
 
 
 def semantic_similarity(d: DocumentDiagnosis) -> None:
     """Chunk pairs that retrieval cannot tell apart: the reference's word Jaccard, or TF-IDF cosine."""
-    for pair in d.ws.similar_pairs if d.ws else []:
+    for pair in d.ws.pairs_of.get(d.number, []) if d.ws else []:
         a, b = pair.a, pair.b
-        if d.number not in (a.doc, b.doc):
-            continue
         here = b if b.doc == d.number else a
         other = a if here is b else b
         cross = a.doc != b.doc

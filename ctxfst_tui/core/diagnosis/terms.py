@@ -37,7 +37,11 @@ class ChunkVectors:
         self.surface: dict[str, Counter] = {}
         for _, surface in parsed:
             for s, c in surface.items():
-                self.surface.setdefault(s, Counter()).update(c)
+                forms = self.surface.get(s)
+                if forms is None:
+                    self.surface[s] = Counter(c)
+                else:
+                    forms.update(c)
 
     def cosine(self, i: int, j: int) -> float:
         return self.tfidf.cosine(i, j)

@@ -106,7 +106,7 @@ def jaccard_pairs(sets: Sequence[set], threshold: float) -> set[tuple[int, int]]
 
 
 def rare_term_neighbours(vectors: Sequence[Mapping[str, float]], per_text: int = 12, max_df: int = 100,
-                         k: int = 20) -> set[tuple[int, int]]:
+                         k: int = 10) -> set[tuple[int, int]]:
     """Candidate pairs ``(i, j)``, ``i < j``, for collections too large for an exact join (blocking).
 
     Each text is blocked by its ``per_text`` rarest terms found in 2 to ``max_df`` texts; of the

@@ -51,12 +51,16 @@ def stemmed_terms(text: str) -> tuple[Counter, dict[str, Counter]]:
     """
     counts: Counter = Counter()
     surface: dict[str, Counter] = {}
-    for tok in TERM_TOKEN.findall(text.casefold()):
+    # counted by token first (in order of first appearance, so every dict keeps the order it had)
+    for tok, n in Counter(TERM_TOKEN.findall(text.casefold())).items():
         if len(tok) < 2 or tok.isdigit() or tok in ENGLISH_STOPWORDS:
             continue
         s = stem(tok)
-        counts[s] += 1
-        surface.setdefault(s, Counter())[tok] += 1
+        counts[s] += n
+        forms = surface.get(s)
+        if forms is None:
+            forms = surface[s] = Counter()
+        forms[tok] += n
     return counts, surface
 
 
