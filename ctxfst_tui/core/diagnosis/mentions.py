@@ -32,10 +32,27 @@ def fold_form(form: str) -> str:
     return form.casefold() if len(form) >= 3 else form
 
 
+SMALL_CATALOG = 40  # up to this many forms one pattern is fast; above, a text gets the forms it may hold
+# characters that IGNORECASE matches to an ASCII letter although lower() does not give it
+_ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_RUN = re.compile(r"\w+")
+
+
+def _runs(text: str) -> list[str]:
+    """The word runs of ``text`` as compared for the pre-filter (folded to lower case)."""
+    return _RUN.findall(text.translate(_ASCII_FOLDS).lower())
+
+
 @lru_cache(maxsize=4096)
 def _forms_regex(forms: tuple[str, ...]) -> re.Pattern:
     """One pattern for the forms, longest first; cached, as documents of a workspace share their entities."""
     return re.compile(r"(?<!\w)(?:" + "|".join(_form_pattern(f) for f in forms) + r")(?!\w)")
+
+
+@lru_cache(maxsize=20_000)
+def _form_regex(form: str) -> re.Pattern:
+    """One form's matches at every start, overlapping ones too (a look-ahead captures it)."""
+    return re.compile(r"(?<!\w)(?=(" + _form_pattern(form) + r")(?!\w))")
 
 
 _form_fingerprint = lru_cache(maxsize=50_000)(fingerprint)
@@ -55,17 +72,52 @@ class Mentions:
                     ids.append(e.id)
         forms = sorted({" ".join(f.split()) for e in ents for f in e.forms if f.strip() not in ONE_LETTER_WORDS},
                        key=lambda f: (-len(f), f))
+        self.forms = forms
         self.regex = _forms_regex(tuple(forms)) if forms else None
+        # a form can only match a text holding each of its word runs: index forms by their first
+        self.by_run: dict[str, list[str]] = {}
+        self.always: list[str] = []
+        for f in forms:
+            runs = _runs(f)
+            if runs and f.isascii():
+                self.by_run.setdefault(runs[0], []).append(f)
+            else:
+                self.always.append(f)
+
+    def _starts(self, text: str) -> list[re.Match] | None:
+        """For a large catalog, the matches the one pattern would find, from the forms the text may
+        hold: each form's matches at every start, then leftmost first, the earliest form on a tie
+        (the pattern's order), resuming after each match. None: use the one pattern."""
+        if len(self.forms) <= SMALL_CATALOG:
+            return None
+        present = set(_runs(text))
+        maybe = set(self.always)
+        for run in present:
+            for f in self.by_run.get(run, ()):
+                if f not in maybe and all(r in present for r in _runs(f)):
+                    maybe.add(f)
+        hits = []
+        for rank, f in enumerate(self.forms):
+            if f in maybe:
+                hits += [(m.start(1), rank, m) for m in _form_regex(f).finditer(text)]
+        out, cursor = [], 0
+        for start, _, m in sorted(hits, key=lambda h: (h[0], h[1])):
+            if start >= cursor:
+                out.append(m)
+                cursor = m.end(1)
+        return out
 
     def find(self, text: str) -> list[tuple[int, str, list[str]]]:
         """(offset, text as written, entity ids) of each mention."""
         if self.regex is None or not text:
             return []
+        matches = self._starts(text)
         out = []
-        for m in self.regex.finditer(text):
-            ids = self.by_form.get(fold_form(m.group(0)))
+        for m in (self.regex.finditer(text) if matches is None else matches):
+            written = m.group(0) if matches is None else m.group(1)
+            ids = self.by_form.get(fold_form(written))
             if ids:
-                out.append((m.start(), m.group(0), ids))
+                out.append((m.start() if matches is None else m.start(1), written, ids))
         return out
 
 
