@@ -96,3 +96,21 @@ def test_missing_links_group_by_entity_whatever_the_spelling() -> None:
     [g] = group_findings(items)
     assert g.message() == "Chunks name entity:rust in their context or twice but do not link it"
     assert Counter(type(x) for x in group_findings(items[:GROUP_OVER])) == Counter({tuple: GROUP_OVER})
+
+
+def test_a_large_catalog_finds_the_mentions_the_one_pattern_finds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from ctxfst_tui.core.diagnosis import mentions
+
+    names = WORDS[:45] + ["Go", "graph ing", "vector er cache", "C++", "ſhard"]
+    ents = [SimpleNamespace(id=f"entity:{k}", forms=[n]) for k, n in enumerate(names)]
+    rnd = random.Random(3)
+    texts = [" ".join(rnd.choices(WORDS[:50] + ["go", "Go", "C++", "GRAPH", "ing", "shard"], k=60)) for _ in range(40)]
+    texts.append("graph  ing graphing vector er cache Go go C++ c++ SHARD")
+    big = mentions.Mentions(ents)
+    assert len(big.forms) > mentions.SMALL_CATALOG
+    fast = [big.find(t) for t in texts]
+    monkeypatch.setattr(mentions, "SMALL_CATALOG", 10_000)
+    assert fast == [big.find(t) for t in texts]
+    assert any(fast)
