@@ -81,16 +81,39 @@ _AKA = re.compile(
     re.IGNORECASE,
 )
 
+_NOT_ASCII_ALNUM = re.compile(r"[\x00-\x2f\x3a-\x60\x7b-\x7f]+")  # ASCII but not [0-9a-z]
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+_AKA_MARKER = re.compile(r"aka|a\.k\.a|also known as|formerly", re.IGNORECASE)  # what _AKA cannot match without
 
 # ---------------------------------------------------------------- normalisation
 
 
 def fingerprint(text: Any) -> str:
     """Case-, accent-, space- and punctuation-free key; ``+``/``#``/``&`` are spelled out so C, C++ and C# differ."""
-    s = unicodedata.normalize("NFKD", str(text))
-    s = "".join(ch for ch in s if not unicodedata.combining(ch)).casefold()
+    text = text if isinstance(text, str) else str(text)
+    return _name_fingerprint(text) if len(text) <= 200 else _fingerprint(text)
+
+
+def _fingerprint(text: str) -> str:
+    """Only the non-ASCII runs are looked at character by character (a chunk text is mostly ASCII)."""
+    if not text.isascii():
+        s = _NON_ASCII_RUN.sub(_drop_combining, unicodedata.normalize("NFKD", text)).casefold()
+    else:
+        s = text.lower()  # NFKD and casefold change nothing in ASCII but case
     s = s.replace("+", " plus ").replace("#", " sharp ").replace("&", " and ")
-    return "".join(ch for ch in s if ch.isalnum())
+    s = _NOT_ASCII_ALNUM.sub("", s)
+    return s if s.isascii() else _NON_ASCII_RUN.sub(_keep_alnum, s)
+
+
+_name_fingerprint = lru_cache(maxsize=100_000)(_fingerprint)  # names recur in thousands of places
+
+
+def _drop_combining(m: re.Match) -> str:
+    return "".join(ch for ch in m.group() if not unicodedata.combining(ch))
+
+
+def _keep_alnum(m: re.Match) -> str:
+    return "".join(ch for ch in m.group() if ch.isalnum())
 
 
 def _words(text: str) -> list[str]:
@@ -589,7 +612,8 @@ class _Pairs:
                 text = c.get(key)
                 if not isinstance(text, str):
                     continue
-                for rx in (_PAREN, _AKA):
+                # each pattern needs its marker: most texts have neither, and skip the scans
+                for rx in ((_PAREN,) if "(" in text else ()) + ((_AKA,) if _AKA_MARKER.search(text) else ()):
                     for m in rx.finditer(text):
                         b = m.group("b").strip()
                         ids_b = forms.get(fingerprint(b), set())
