@@ -9,6 +9,7 @@ a few just below it through; callers score the pairs they get with their own mea
 """
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter, defaultdict
 from typing import Hashable, Mapping, Sequence
@@ -117,16 +118,18 @@ def rare_term_neighbours(vectors: Sequence[Mapping[str, float]], per_text: int =
     df: Counter = Counter()
     for v in vectors:
         df.update(v)
+    # the block terms ranked once, rarest first (ties by term), instead of a sort key per text
+    rank = {t: r for r, t in enumerate(sorted((t for t, n in df.items() if 2 <= n <= max_df), key=lambda t: (df[t], t)))}
     index: dict[str, list[tuple[int, float]]] = defaultdict(list)
     out: set[tuple[int, int]] = set()
     for i, vec in enumerate(vectors):
-        blocks = sorted((t for t in vec if 2 <= df[t] <= max_df), key=lambda t: (df[t], t))[:per_text]
+        blocks = sorted((t for t in vec if t in rank), key=rank.__getitem__)[:per_text]
         acc: dict[int, float] = defaultdict(float)
         for t in blocks:
             w = vec[t]
             for j, wj in index[t]:
                 acc[j] += w * wj
-        best = sorted(acc, key=lambda j: (-acc[j], j))[:k]
+        best = acc if len(acc) <= k else heapq.nsmallest(k, acc, key=lambda j: (-acc[j], j))
         out.update((j, i) for j in best)
         for t in blocks:
             index[t].append((i, vec[t]))
