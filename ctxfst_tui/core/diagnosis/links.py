@@ -7,12 +7,13 @@ entities nothing links.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from rapidfuzz.distance import OSA
 
 from ctxfst_tui.core.diagnosis.catalog import GENERIC_ENTITY_NAMES
-from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk
+from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, IndexedEntity
 from ctxfst_tui.core.diagnosis.mentions import Mentions, appears, fold_form, slug_words
 from ctxfst_tui.core.diagnosis.wording import json_ref, quote_list, show_ref
 from ctxfst_tui.core.entities.aliases import acronym_of, fingerprint, numeronym_of
@@ -166,37 +167,47 @@ def _missing_and_weak(d: DocumentDiagnosis) -> None:
                       {"op": "unlink_entity", "chunk_id": c.id, "entity_id": eid}, at, entity_ids=[eid])
 
 
+@lru_cache(maxsize=20_000)
+def _alias_patterns(form: str) -> tuple[re.Pattern, re.Pattern]:
+    """'Form (ABBR)' and 'ABBR (Form)' for one entity form (forms recur in every document)."""
+    x = r"\s+".join(re.escape(p) for p in form.split())
+    short = r"([A-Za-z][A-Za-z0-9.+#-]{1,11})"
+    return (re.compile(r"(?<!\w)(?i:" + x + r")\s*\(\s*" + short + r"\s*\)"),
+            re.compile(r"(?<!\w)" + short + r"\s*\(\s*(?i:" + x + r")\s*\)"))
+
+
 def _alias_candidates(d: DocumentDiagnosis) -> None:
     """Chunks that define an abbreviation of an entity ('Google Kubernetes Engine (GKE)') it lacks as alias."""
     if d.ws is None:
         return
     known = d.ws.form_keys
     seen: set[tuple[str, str]] = set()
+    forms: list[tuple[IndexedEntity, str, str]] | None = None  # (entity, form, first word folded), once
     for c in d.chunks:
         text = c.context + "\n" + c.content
         if "(" not in text:
             continue
+        if forms is None:
+            forms = [(e, form, form.split()[0].casefold()) for e in d.ents for form in e.forms if len(form) >= 4]
+            firsts = list(dict.fromkeys(f for _, _, f in forms))
         folded = text.casefold()
-        for e in d.ents:
-            for form in e.forms:
-                if len(form) < 4 or form.split()[0].casefold() not in folded:
-                    continue
-                x = r"\s+".join(re.escape(p) for p in form.split())
-                short = r"([A-Za-z][A-Za-z0-9.+#-]{1,11})"
-                for rx in (re.compile(r"(?<!\w)(?i:" + x + r")\s*\(\s*" + short + r"\s*\)"),
-                           re.compile(r"(?<!\w)" + short + r"\s*\(\s*(?i:" + x + r")\s*\)")):
-                    for m in rx.finditer(text):
-                        alias = m.group(1).rstrip(".")
-                        if fingerprint(alias) in known or (e.id, fingerprint(alias)) in seen:
-                            continue
-                        if not (acronym_of(alias, form) or numeronym_of(alias, form)):
-                            continue
-                        seen.add((e.id, fingerprint(alias)))
-                        d.add("entity_linking", "entity-alias-candidate", [c.id],
-                              f"Chunk writes '{m.group(0)}' but '{alias}' is not an alias of {e.id}",
-                              f"Add '{alias}' to the aliases of '{e.id}' so mentions of it are recognised.",
-                              {"op": "add_alias", "entity_id": e.id, "alias": alias},
-                              at=d.at(e.entry, "aliases"), entity_ids=[e.id])
+        present = {f for f in firsts if f in folded}
+        for e, form, first in forms:
+            if first not in present:
+                continue
+            for rx in _alias_patterns(form):
+                for m in rx.finditer(text):
+                    alias = m.group(1).rstrip(".")
+                    if fingerprint(alias) in known or (e.id, fingerprint(alias)) in seen:
+                        continue
+                    if not (acronym_of(alias, form) or numeronym_of(alias, form)):
+                        continue
+                    seen.add((e.id, fingerprint(alias)))
+                    d.add("entity_linking", "entity-alias-candidate", [c.id],
+                          f"Chunk writes '{m.group(0)}' but '{alias}' is not an alias of {e.id}",
+                          f"Add '{alias}' to the aliases of '{e.id}' so mentions of it are recognised.",
+                          {"op": "add_alias", "entity_id": e.id, "alias": alias},
+                          at=d.at(e.entry, "aliases"), entity_ids=[e.id])
 
 
 def _unused(d: DocumentDiagnosis) -> None:
