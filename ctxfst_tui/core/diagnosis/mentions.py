@@ -77,8 +77,10 @@ class Mentions:
         # a form can only match a text holding each of its word runs: index forms by their first
         self.by_run: dict[str, list[str]] = {}
         self.always: list[str] = []
+        self.rank = {f: k for k, f in enumerate(forms)}
+        self.runs_of = {f: _runs(f) for f in forms}
         for f in forms:
-            runs = _runs(f)
+            runs = self.runs_of[f]
             if runs and f.isascii():
                 self.by_run.setdefault(runs[0], []).append(f)
             else:
@@ -94,12 +96,12 @@ class Mentions:
         maybe = set(self.always)
         for run in present:
             for f in self.by_run.get(run, ()):
-                if f not in maybe and all(r in present for r in _runs(f)):
+                if f not in maybe and all(r in present for r in self.runs_of[f]):
                     maybe.add(f)
         hits = []
-        for rank, f in enumerate(self.forms):
-            if f in maybe:
-                hits += [(m.start(1), rank, m) for m in _form_regex(f).finditer(text)]
+        for f in sorted(maybe, key=self.rank.__getitem__):  # the pattern's order
+            rank = self.rank[f]
+            hits += [(m.start(1), rank, m) for m in _form_regex(f).finditer(text)]
         out, cursor = [], 0
         for start, _, m in sorted(hits, key=lambda h: (h[0], h[1])):
             if start >= cursor:
