@@ -9,8 +9,8 @@ a few just below it through; callers score the pairs they get with their own mea
 """
 from __future__ import annotations
 
-import heapq
 import math
+import operator
 from collections import Counter, defaultdict
 from typing import Hashable, Mapping, Sequence
 
@@ -129,7 +129,8 @@ def rare_term_neighbours(vectors: Sequence[Mapping[str, float]], per_text: int =
             w = vec[t]
             for j, wj in index[t]:
                 acc[j] += w * wj
-        best = acc if len(acc) <= k else heapq.nsmallest(k, acc, key=lambda j: (-acc[j], j))
+        # the k largest weights, ties by index: (-weight, j) pairs compared in C, no key function
+        best = acc if len(acc) <= k else [j for _, j in sorted(zip(map(operator.neg, acc.values()), acc))[:k]]
         out.update((j, i) for j in best)
         for t in blocks:
             index[t].append((i, vec[t]))
