@@ -23,8 +23,8 @@ pytestmark = [pytest.mark.model, pytest.mark.skipif(not SHARED.is_dir(), reason=
 @pytest.mark.parametrize("source, want", [
     # (Hit@3, recovered, MRR) for default and entity; the reference's entity-aware with its tables: 6/6 · 18/18
     ("ch22/benchmark.ctxfst.md", {"default": (6, 17, 1.0), "entity": (6, 17, 1.0)}),
-    # the reference's entity-aware with its tables: 6/6 · 16/18 published, 18/18 on a rebuilt graph
-    ("career-kb/chunks.json", {"default": (6, 18, 1.0), "entity": (6, 18, 1.0)}),
+    # career-kb (6/6 · 18/18 for both, measured) is left to bench/retrieval.py's eval tables: its
+    # 200 chunks and 55 entity profiles cost the suite ~90 s, for nothing the ch22 case does not pin
 ])
 def test_default_on_the_reference_benchmarks_translated_no_tables(tmp_path, source, want):
     require_llama()
