@@ -34,11 +34,14 @@ PIP_LLAMA := --find-links $(LLAMA_WHEELS) --only-binary llama-cpp-python
 run: $(STAMP)
 	$(VENV)/bin/ctxfst-tui sample_docs
 
-# One worker per CPU (-n auto); the tests sharing a loaded model, a server or a wheel stay on one
-# worker (--dist loadgroup, the xdist_group marks set in tests/conftest.py). Bytecode is cached
-# (__pycache__, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: without it every worker
-# and every child process the tests start compiles the package and re-rewrites the test modules.
-PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto --dist loadgroup
+# One worker per CPU plus one: a Pilot test spends about a third of its time waiting on the app's
+# timers and workers, and the extra worker fills that. The tests sharing a loaded model, a server
+# or a wheel stay on one worker (--dist loadgroup, the xdist_group marks set in tests/conftest.py).
+# Bytecode is cached (__pycache__, ignored by git) even where PYTHONDONTWRITEBYTECODE is set:
+# without it every worker and every child process the tests start compiles the package and
+# re-rewrites the test modules.
+WORKERS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
 
 # The real-model tests run after the rest, alone: their cancel and latency bounds measure the
 # model, not a second worker competing for the same two cores.
