@@ -85,9 +85,6 @@ def _collect_entities(d: DocumentDiagnosis) -> None:
 
 def _collect_chunks(d: DocumentDiagnosis) -> None:
     """Normalise chunk entries; entries the reference silently skips are noted as warnings."""
-    bodies: dict[str, object] = {}  # the first body chunk of each id (Document.body_chunk), looked up once
-    for c in d.doc.body_chunks:
-        bodies.setdefault(c.id, c)
     for entry in d.doc.chunks:
         if not isinstance(entry.data, dict):
             d.add("structure", "chunk-skipped", [],
@@ -103,7 +100,7 @@ def _collect_chunks(d: DocumentDiagnosis) -> None:
                   at=d.at(entry, "id"))
             continue
         cid = raw_id if isinstance(raw_id, str) else str(raw_id)
-        body = bodies.get(cid)
+        body = d.doc.body_chunk(cid)
         d.chunks.append(IndexedChunk(
             id=cid,
             entry=entry,

@@ -158,6 +158,9 @@ class Document:
         self.body_start = self.index.offset_of_line(body_line)
         self.tag_events: list[TagEvent] = scan_tags(self.text, self.body_start, self.index) if self.readable else []
         self.body_chunks: list[BodyChunk] = pair_tags(self.text, self.tag_events, self.index)
+        self._body_by_id: dict[str, BodyChunk] = {}  # the first of each id: a lookup per chunk entry
+        for c in self.body_chunks:
+            self._body_by_id.setdefault(c.id, c)
 
     # ------------------------------------------------------------ reading
     @property
@@ -208,10 +211,7 @@ class Document:
 
     def body_chunk(self, chunk_id: str) -> BodyChunk | None:
         """The first body chunk with this id (later duplicates are reported by validation)."""
-        for c in self.body_chunks:
-            if c.id == chunk_id:
-                return c
-        return None
+        return self._body_by_id.get(chunk_id)
 
     def entry_by_id(self, section: str, entry_id: str) -> Entry | None:
         for e in self.entries(section):
