@@ -75,38 +75,45 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         single = len(reports) == 1 and Path(args.path).is_file()
         print(json.dumps(reports[0] if single else reports, ensure_ascii=False, indent=2, default=str))
         return status
-    _print_findings(reports, args.level)
-    total = sum(len(r.get("issues", [])) for r in reports)
+    total = _print_findings(reports, args.level)
     print(f"{count(len(reports), 'file')} diagnosed: {count(total, 'finding')}")
     return status
 
 
-def _print_findings(reports: list[dict], level: str) -> None:
-    """One line a finding; a finding repeated over many chunks or files is one line with its count."""
-    from ctxfst_tui.core.diagnosis.grouping import Group, group_findings
+def _print_findings(reports: list[dict], level: str) -> int:
+    """One line a finding; a finding repeated over many chunks or files is one line with its count,
+    a pair of chunks in two files one line, not one in each. Returns how many findings that is."""
+    from ctxfst_tui.core.diagnosis.grouping import SHOWN, Group, group_findings
     from ctxfst_tui.core.workspace.fixes import describe_fix
 
+    total = 0
     for item in group_findings([(str(r.get("filepath")), i) for r in reports for i in r.get("issues", [])]):
         where, issue = (item.members[0][0], item.first) if isinstance(item, Group) else item
+        total += len(item.members) if isinstance(item, Group) else 1
         if issue.get("line"):
             where += f":{issue['line']}" + (f":{issue['column']}" if issue.get("column") else "")
         rule = issue.get("rule") or issue.get("category")
+        suggestion = issue.get("suggestion")
         if isinstance(item, Group):
             names, what = item.names()
-            files = len({f for f, _ in item.members})
+            files = len(item.files())
             spread = f" in {count(files, 'file')}" if what == "chunks" and files > 1 else ""
+            more = f" … and {len(names) - SHOWN:,} more" if len(names) > SHOWN else ""
+            shown = "most paired first" if item.pairs else f"first {SHOWN}"
             print(f"{where}: {issue.get('severity')} [{rule}] {item.message()} — {len(names):,} {what}{spread} "
-                  f"(first 5: {', '.join(names[:5])} …)")
+                  f"({shown}: {', '.join(names[:SHOWN])}{more})")
+            suggestion = item.suggestion() if suggestion else suggestion
         else:
             ids = ", ".join(map(str, issue.get("chunk_ids") or issue.get("entity_ids") or []))
             print(f"{where}: {issue.get('severity')} [{rule}] {issue.get('message')}" + (f" ({ids})" if ids else ""))
-        if level in ("suggest", "fix") and issue.get("suggestion"):
-            print(f"    suggestion: {issue['suggestion']}")
+        if level in ("suggest", "fix") and suggestion:
+            print(f"    suggestion: {suggestion}")
         also = f" (and {len(item.members) - 1:,} like it)" if isinstance(item, Group) else ""
         if level == "fix" and isinstance(issue.get("fix"), dict):
             print(f"    fix: {describe_fix(issue['fix'])}{also}")
         elif level == "fix" and issue.get("fix_withheld"):
             print(f"    no fix: {issue['fix_withheld']}")
+    return total
 
 
 def _apply_fixes(args: argparse.Namespace) -> int:

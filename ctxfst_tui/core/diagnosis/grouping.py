@@ -4,20 +4,31 @@ A workspace whose 300 entities are declared in hundreds of documents, or a chunk
 thousands of chunks, gives the same finding thousands of times. Reports keep every finding (tools and
 fixes need each one); what a person reads groups a finding repeated over more than ``GROUP_OVER``
 members into one, with its count and its members. Fewer repeats are shown as they are.
+
+A pair finding (two similar chunks) is about two chunks, maybe of two documents, and each of those
+documents' reports holds it: what a person reads lists it once. Pairs are not "the same finding"
+by their message but by the chunks they link: the pairs of one connected component of the pair
+graph (near-duplicate pairs and merely similar pairs each their own graph) are one group once
+there are more than ``GROUP_OVER`` of them, named by its chunks, most paired first.
 """
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+from ctxfst_tui.core.diagnosis.similarity import NEAR_DUPLICATE_COSINE
 
 GROUP_OVER = 20
 # rules whose message names per-member details (how a chunk writes a name, which other files):
 # grouped by the entities they concern
 BY_ENTITIES = frozenset({"entity-missing-link", "entity-unlinked-mention", "entity-duplicate",
                          "entity-possible-duplicate", "entity-duplicate-name"})
-UNGROUPED = frozenset({"similar-chunks"})  # each pair is its own finding
+PAIR_RULES = frozenset({"similar-chunks"})  # a finding about two chunks: grouped by the pair graph
+SHOWN = 5  # members a grouped line names
+SEEN = ("seen",)  # the key of a pair finding already listed from the other document's report
 ALSO_DECLARED = re.compile(r" \(also declared in [^)]*\)")
 NUMBER = re.compile(r"\d+")
 
@@ -34,10 +45,36 @@ class Group:
     def first(self) -> dict[str, Any]:
         return self.members[0][1]
 
+    @property
+    def pairs(self) -> bool:
+        return self.rule in PAIR_RULES
+
+    def chunks(self) -> list[tuple[str, str, int]]:
+        """A pair group's chunks as ``(file, chunk id, pairs it is in)``, most paired first."""
+        degree: Counter = Counter()
+        for f, issue in self.members:
+            degree.update(pair_ends(f, issue))
+        return [(f, c, n) for (f, c), n in sorted(degree.items(), key=lambda kv: -kv[1])]
+
+    def files(self) -> list[str]:
+        """The files the members are in (for a pair group, the files of its chunks)."""
+        if self.pairs:
+            return list(dict.fromkeys(f for f, _c, _n in self.chunks()))
+        return list(dict.fromkeys(f for f, _ in self.members))
+
     def message(self) -> str:
         """What every member says; per-member details (counts, spellings, other files) left out."""
         issue = self.first
         msg = str(issue.get("message", ""))
+        if self.pairs:
+            scores = [max(float(i.get("cosine") or 0), float(i.get("jaccard") or 0)) for _, i in self.members]
+            terms = Counter(t for _, i in self.members for t in i.get("shared_terms") or [])
+            top = ", ".join(t for t, _ in terms.most_common(8)) or "none"
+            kind = "near-duplicate pairs" if self.key[1] else "similar pairs"
+            low, high = f"{min(scores):.0%}", f"{max(scores):.0%}"
+            return (f"Chunks may confuse retrieval: {len(self.members):,} {kind} join these chunks into one "
+                    f"cluster (similarity {low if low == high else low + '–' + high}). "
+                    f"Shared distinctive terms most often: {top}")
         if self.rule in ("entity-missing-link", "entity-unlinked-mention"):
             ids = ", ".join(map(str, issue.get("entity_ids") or []))
             how = "in their context or twice" if self.rule == "entity-missing-link" else "once, in their content"
@@ -48,36 +85,96 @@ class Group:
             return msg + " (numbers vary)"
         return msg
 
+    def suggestion(self) -> str:
+        """What to do about every member (a pair's own suggestion names its two chunks)."""
+        if not self.pairs:
+            return str(self.first.get("suggestion") or "")
+        out = ("Differentiate the contexts of these chunks, starting with the most paired; where two say the "
+               "same thing, keep one and delete the other. 'diagnose --json' lists every pair.")
+        if self.key[1]:
+            out = ("They are near-duplicates: where chunks say the same thing keep one and delete the others, or "
+                   "rewrite what makes each one different. 'diagnose --json' lists every pair.")
+        return out
+
     def names(self) -> tuple[list[str], str]:
         """The members as a person finds them, and what they are (chunks or files)."""
-        files = list(dict.fromkeys(f for f, _ in self.members))
+        files = self.files()
+        if self.pairs:
+            many = len(files) > 1
+            return [f"{f} {c}" if many else c for f, c, _n in self.chunks()], "chunks"
         if all(i.get("chunk_ids") for _, i in self.members):
             many = len(files) > 1
             return [f"{f} {i['chunk_ids'][0]}" if many else str(i["chunk_ids"][0]) for f, i in self.members], "chunks"
         return [f for f, _ in self.members], "files"
 
 
+def pair_ends(file: str, issue: dict[str, Any]) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The two chunks of a pair finding as ``(file, chunk id)``; ``files`` names them when they are
+    in two documents, else both are in ``file``."""
+    files = issue.get("files") or [file, file]
+    ids = issue.get("chunk_ids") or ["", ""]
+    return (str(files[0]), str(ids[0])), (str(files[-1]), str(ids[-1]))
+
+
 def group_key(issue: dict[str, Any]) -> tuple | None:
-    """What makes two findings "the same finding"; None for findings never grouped."""
+    """What makes two findings "the same finding"; None for findings never grouped by their own
+    fields (pair findings are grouped by the pair graph, see :func:`_keys`)."""
     rule = str(issue.get("rule") or issue.get("category"))
-    if rule in UNGROUPED:
+    if rule in PAIR_RULES:
         return None
     if rule in BY_ENTITIES:
         return (rule, json.dumps(issue.get("entity_ids"), default=str))
     return (rule, NUMBER.sub("#", str(issue.get("message", ""))))
 
 
+def _keys(items: list[tuple[str, dict[str, Any]]]) -> list[tuple | None]:
+    """Each item's group key: ``group_key``, or for a pair finding its rule, whether it is a
+    near-duplicate and its connected component; ``SEEN`` for the second side of a pair."""
+    parent: dict[tuple, tuple] = {}
+
+    def root(x: tuple) -> tuple:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    keys: list[tuple | None] = []
+    seen: set[tuple] = set()
+    pending: list[tuple[int, tuple, tuple]] = []
+    for k, (f, issue) in enumerate(items):
+        rule = str(issue.get("rule") or issue.get("category"))
+        if rule not in PAIR_RULES:
+            keys.append(group_key(issue))
+            continue
+        a, b = pair_ends(f, issue)
+        if (rule, a, b) in seen:
+            keys.append(SEEN)
+            continue
+        seen.add((rule, a, b))
+        kind = (rule, float(issue.get("cosine") or 0) >= NEAR_DUPLICATE_COSINE)
+        ra, rb = root((kind, a)), root((kind, b))
+        if ra != rb:
+            parent[ra] = rb
+        keys.append(None)
+        pending.append((k, kind, a))
+    for k, kind, a in pending:
+        keys[k] = (*kind, root((kind, a)))
+    return keys
+
+
 def group_findings(items: list[tuple[str, dict[str, Any]]]) -> list[Group | tuple[str, dict[str, Any]]]:
-    """``(file, issue)`` pairs in order, with each finding repeated over ``GROUP_OVER`` members
-    replaced by one ``Group`` at the place of its first member."""
+    """``(file, issue)`` pairs in order, each pair finding once, with each finding repeated over
+    ``GROUP_OVER`` members replaced by one ``Group`` at the place of its first member."""
+    keys = _keys(items)
     groups: dict[tuple, Group] = {}
-    for f, issue in items:
-        key = group_key(issue)
-        if key is not None:
+    for (f, issue), key in zip(items, keys):
+        if key is not None and key is not SEEN:
             groups.setdefault(key, Group(key, key[0])).members.append((f, issue))
     out: list[Group | tuple[str, dict[str, Any]]] = []
-    for f, issue in items:
-        key = group_key(issue)
+    for (f, issue), key in zip(items, keys):
+        if key is SEEN:
+            continue
         g = groups.get(key) if key is not None else None
         if g is None or len(g.members) <= GROUP_OVER:
             out.append((f, issue))
@@ -88,7 +185,9 @@ def group_findings(items: list[tuple[str, dict[str, Any]]]) -> list[Group | tupl
 
 def group_report_issues(issues: list[dict[str, Any]], label: str) -> list[dict[str, Any]]:
     """A report's issues with each finding repeated over ``GROUP_OVER`` chunks as one grouped object:
-    the first member's fields, the shared message, ``count`` and ``members`` (the issues themselves)."""
+    the first member's fields, the shared message, ``count`` and ``members`` (the issues themselves).
+    A pair group's ``chunk_ids`` are its chunks once each and ``chunks`` names every one with its file
+    and how many of the pairs it is in, most paired first."""
     out = []
     for item in group_findings([(label, i) for i in issues]):
         if not isinstance(item, Group):
@@ -96,10 +195,17 @@ def group_report_issues(issues: list[dict[str, Any]], label: str) -> list[dict[s
             continue
         first = item.first
         members = [i for _, i in item.members]
-        out.append({
-            "category": first.get("category"), "severity": first.get("severity"),
-            "chunk_ids": [c for i in members for c in i.get("chunk_ids", [])],
-            "message": item.message(), "rule": item.rule, "line": first.get("line", 0),
-            "column": first.get("column", 0), "count": len(members), "members": members,
-        })
+        chunk_ids = [c for i in members for c in i.get("chunk_ids", [])]
+        if item.pairs:
+            chunk_ids = list(dict.fromkeys(chunk_ids))
+        group = {"category": first.get("category"), "severity": first.get("severity"), "chunk_ids": chunk_ids,
+                 "message": item.message()}
+        if item.pairs and "suggestion" in first:  # at suggest and fix level; a pair's own names its two chunks
+            group["suggestion"] = item.suggestion()
+        group.update({"rule": item.rule, "line": first.get("line", 0), "column": first.get("column", 0),
+                      "count": len(members)})
+        if item.pairs:
+            group["chunks"] = [{"filepath": f, "chunk_id": c, "pairs": n} for f, c, n in item.chunks()]
+        group["members"] = members
+        out.append(group)
     return out
