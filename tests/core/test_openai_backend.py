@@ -92,14 +92,16 @@ def test_contextualize_through_the_server(server, tmp_path):
     doc = Document.from_text(SMALL_DOC, tmp_path / "doc.md")
     backend = CachedBackend(OpenAIBackend(server + "/v1/completions", model="gemma", concurrency=2),
                             CompletionCache(tmp_path / "c.sqlite"))
-    report = contextualize(doc, backend, ContextualizeOptions(max_tokens=80))
+    # no retry of a rejected note: the retry is the fake tests' business, a real call costs seconds
+    options = ContextualizeOptions(max_tokens=80, retry=False)
+    report = contextualize(doc, backend, options)
     assert report.model_calls >= 2 and report.skipped == 0
     for r in report.results:  # the 270M model may see a note rejected; nothing else may fail
         if r.status == "ok":
             assert r.note and len(r.note.splitlines()[0]) <= 600
         else:
             assert r.reason.startswith("rejected: "), r.reason
-    again = contextualize(Document.from_text(SMALL_DOC, tmp_path / "doc.md"), backend, ContextualizeOptions(max_tokens=80))
+    again = contextualize(Document.from_text(SMALL_DOC, tmp_path / "doc.md"), backend, options)
     assert again.model_calls == 0 and again.notes == report.notes
 
 

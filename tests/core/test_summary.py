@@ -300,24 +300,27 @@ def real_backend(bundled_llama, tmp_path):
 @pytest.mark.timeout(900)  # the default 300 s was reached on two cores shared at load 7 (measured)
 def test_real_summary_of_the_short_story(tmp_path, real_backend):
     path = copy_story(tmp_path)
-    # two of the three chapters (4 scenes, 2 chapters, the book) keep it near half a minute on 2 cores
-    settings = SummarySettings(scene_words=60, chapter_words=90, book_words=120, tokens_per_word=1.4, max_chapters=2)
+    # one of the three chapters: 2 scenes and their chapter from the model, the book copied up from
+    # its one chapter (the book prompt itself is the fake tests' business), ten seconds on 2 cores
+    settings = SummarySettings(scene_words=60, chapter_words=90, book_words=120, tokens_per_word=1.4, max_chapters=1)
     t0 = time.perf_counter()
     s = NovelSession.open(path)
     report = s.summarize(real_backend, settings)
     seconds = time.perf_counter() - t0
     root = s.manuscript.root
-    assert report.nodes == 7 and not report.cancelled and not report.error
-    assert report.model_calls >= 7  # 4 scenes, 2 chapters, the book (+ retries) — a fresh cache
-    nodes = [n for n in root.walk() if not n.front_matter and n.id not in ("c3", "c3.s1", "c3.s2")]
+    assert report.nodes == 4 and not report.cancelled and not report.error
+    assert report.model_calls >= 3  # 2 scenes, 1 chapter (+ retries) — a fresh cache
+    left_out = {"c2", "c2.s1", "c2.s2", "c3", "c3.s1", "c3.s2"}
+    nodes = [n for n in root.walk() if not n.front_matter and n.id not in left_out]
     assert all(n.status in ("done", "failed") for n in nodes)
     limits = {"scene": 60, "chapter": 90, "book": 120}
     for n in nodes:
         if n.status == "done":
             assert n.summary and count_words(n.summary) <= limits[n.kind]
-    assert sum(1 for n in root.scenes() if n.status == "done") >= 2
-    assert root.find("c3").status == "pending"
-    assert root.status == "done" and root.summary and "covers 2 of 3 chapters" in root.flags[0]
+    assert sum(1 for n in root.scenes() if n.status == "done") >= 1
+    assert root.find("c2").status == "pending" and root.find("c3").status == "pending"
+    assert root.status == "done" and root.summary and "covers 1 of 3 chapters" in root.flags[0]
+    assert root.find("c1").status != "done" or root.summary == root.find("c1").summary
     stored = load_store(s.store)
     assert stored["model"]["backend"] == "llama" and stored["model"]["model_id"].startswith("gguf-sha256:")
     # a second run is free: every node is reused from the store
