@@ -4,8 +4,12 @@ added in the view lands in queries.yaml. A real LanceDB index in a temp dir, no 
 vectors do not matter here: the alias works through the full-text and entity signals)."""
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import held_session
 from fakes import TranslatingBackend
@@ -14,6 +18,7 @@ from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.widgets import Input, TabbedContent
 
+from ctxfst_tui.core.retrieval.embedders import EmbedCancelled
 from ctxfst_tui.core.retrieval.evaluate import load_queries
 from ctxfst_tui.core.workspace.entity_ops import add_alias
 from ctxfst_tui.services.retrieval import RetrievalService
@@ -144,6 +149,50 @@ async def test_edits_while_indexing_are_folded_into_one_catch_up_naming_both(fol
         await _settle(app, pilot)
         assert not pane.indexing
         assert app.changes == [f"q2-ecmascript ✗ → ✓ after {second.description}, {third.description}"]
+
+
+class SlowEmbedder:
+    """Two seconds a passage, and it stops at the cancel between two passages, as the real
+    embedders stop between two batches."""
+
+    name, dim, source = "slow", 4, "slow"
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.stopped = threading.Event()
+        self.cancelled = False
+
+    def embed_passages(self, texts, *, cancel=None, progress=None):
+        self.started.set()
+        try:
+            for _ in texts:
+                if cancel.wait(2.0) if cancel is not None else time.sleep(2.0):
+                    self.cancelled = True
+                    raise EmbedCancelled()
+            return np.ones((len(texts), self.dim), dtype=np.float32)
+        finally:
+            self.stopped.set()
+
+    def embed_query(self, text):
+        return np.ones(self.dim, dtype=np.float32)
+
+
+async def test_quitting_while_the_index_is_built_stops_the_embedder_within_a_passage(folder):
+    """The index worker hands the embedder its cancel: quitting the app during a long first index
+    does not keep the process alive until every chunk is embedded (Python joins that thread at
+    exit), and says nothing about an index it was told to stop."""
+    slow = SlowEmbedder()
+    app = Host(RetrievalService(folder, embedder_factory=lambda: slow))
+    seen = notifications(app)
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = app.query_one(RetrievalPane)
+        pane.reindex(held_session(folder).snapshots())
+        assert await asyncio.to_thread(slow.started.wait, 10)
+        assert pane.indexing
+    t0 = time.monotonic()
+    assert await asyncio.to_thread(slow.stopped.wait, 5)
+    assert time.monotonic() - t0 < 3.0 and slow.cancelled
+    assert not app.service.ready and not any("Index not updated" in m for _t, m, _s in seen)
 
 
 async def test_why_not_this_one_and_adding_a_query_from_the_view(folder):

@@ -162,10 +162,14 @@ class RetrievalPane(Vertical):
                         group="retrieval-index", thread=True, exit_on_error=False)
 
     def _index_worker(self, service: Any, snapshots: list[tuple[Path, bytes]], labels: list[str]) -> None:
+        # cancelled when the pane goes (the app quits): the embedder stops after its current batch,
+        # so quitting during a long first index does not wait for the whole corpus to be embedded
+        cancel = get_current_worker().cancelled_event
         try:
-            refresh = run_in_background(service.refresh, snapshots, ", ".join(labels))
+            refresh = run_in_background(service.refresh, snapshots, ", ".join(labels), cancel)
         except Exception as exc:  # a broken index folder, an embedder that cannot load: said, not raised
-            self.post_message(_Failed(f"Index not updated: {exc}"))
+            if not cancel.is_set():
+                self.post_message(_Failed(f"Index not updated: {exc}"))
             return
         self.post_message(_Indexed(refresh, labels))
 
