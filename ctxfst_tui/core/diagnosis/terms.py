@@ -6,7 +6,7 @@ chunks apart better and say which terms they share. Both are built from :mod:`ct
 """
 from __future__ import annotations
 
-from collections import Counter
+from operator import itemgetter
 
 from ctxfst_tui.core.text.tfidf import TfIdf
 from ctxfst_tui.core.text.words import REFERENCE_MEANINGFUL_WORD, stemmed_terms
@@ -23,7 +23,8 @@ def word_set(text: str) -> set[str]:
 def jaccard(a: set, b: set) -> float:
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)  # the size of a | b, without building it
 
 
 class ChunkVectors:
@@ -31,24 +32,19 @@ class ChunkVectors:
     stem was written, so shared terms can be shown as the chunks spell them."""
 
     def __init__(self, texts: list[str]):
-        parsed = [stemmed_terms(t) for t in texts]
-        self.tfidf = TfIdf([counts for counts, _ in parsed], sublinear=True, normalize=True)
+        # the forms of every stem over all texts, in order of first appearance (ties of
+        # shared_terms go to the first written)
+        self.surface: dict[str, dict[str, int]] = {}
+        counts = [stemmed_terms(t, self.surface)[0] for t in texts]
+        self.tfidf = TfIdf(counts, sublinear=True, normalize=True)
         self.terms: list[set[str]] = self.tfidf.terms
-        self.surface: dict[str, Counter] = {}
-        for _, surface in parsed:
-            for s, c in surface.items():
-                forms = self.surface.get(s)
-                if forms is None:
-                    self.surface[s] = Counter(c)
-                else:
-                    forms.update(c)
 
     def cosine(self, i: int, j: int) -> float:
         return self.tfidf.cosine(i, j)
 
     def shared_terms(self, i: int, j: int, limit: int = 8) -> list[str]:
         """The shared terms that weigh most in both chunks, as written."""
-        return [self.surface[t].most_common(1)[0][0] for t in self.tfidf.shared_terms(i, j, limit)]
+        return [max(self.surface[t].items(), key=itemgetter(1))[0] for t in self.tfidf.shared_terms(i, j, limit)]
 
     def candidates(self) -> list[tuple[int, int]]:
         """Pairs worth scoring: all of them for a small workspace, else those sharing a rarer term."""

@@ -43,25 +43,43 @@ def reference_terms(text: str) -> list[str]:
     return [token for token in REFERENCE_TOKEN.findall(text.lower()) if token not in REFERENCE_STOPWORDS]
 
 
-def stemmed_terms(text: str) -> tuple[Counter, dict[str, Counter]]:
+_TERM_STEMS: dict[str, str | None] = {}  # token -> its stem, None when the token is dropped
+
+
+def _term_stem(tok: str) -> str | None:
+    if len(tok) < 2 or tok.isdigit() or tok in ENGLISH_STOPWORDS:
+        return None
+    return stem(tok)
+
+
+def stemmed_terms(text: str, surface: dict[str, dict[str, int]] | None = None) -> tuple[Counter, dict[str, Counter]]:
     """Stemmed term counts of ``text`` and the surface forms of each stem.
 
     Terms are casefolded letter/digit runs; one-character tokens, numbers and
-    :data:`~ctxfst_tui.core.text.stopwords.ENGLISH_STOPWORDS` are dropped.
+    :data:`~ctxfst_tui.core.text.stopwords.ENGLISH_STOPWORDS` are dropped. Given ``surface``,
+    the forms are added to it (plain dicts, many texts into one) and it is what is returned.
+    A token's stem is looked up once per distinct token: most words repeat across chunks.
     """
-    counts: Counter = Counter()
-    surface: dict[str, Counter] = {}
+    counts: dict[str, int] = {}
+    forms_of: dict = {} if surface is None else surface
+    cache = _TERM_STEMS
     # counted by token first (in order of first appearance, so every dict keeps the order it had)
     for tok, n in Counter(TERM_TOKEN.findall(text.casefold())).items():
-        if len(tok) < 2 or tok.isdigit() or tok in ENGLISH_STOPWORDS:
+        try:
+            s = cache[tok]
+        except KeyError:
+            s = cache[tok] = _term_stem(tok)
+        if s is None:
             continue
-        s = stem(tok)
-        counts[s] += n
-        forms = surface.get(s)
+        counts[s] = counts.get(s, 0) + n
+        forms = forms_of.get(s)
         if forms is None:
-            forms = surface[s] = Counter()
-        forms[tok] += n
-    return counts, surface
+            forms_of[s] = {tok: n}
+        else:
+            forms[tok] = forms.get(tok, 0) + n
+    if surface is None:
+        forms_of = {s: Counter(f) for s, f in forms_of.items()}
+    return Counter(counts), forms_of
 
 
 def note_words(text: str) -> list[str]:
