@@ -10,9 +10,10 @@ a few just below it through; callers score the pairs they get with their own mea
 from __future__ import annotations
 
 import math
-import operator
 from collections import Counter, defaultdict
 from typing import Hashable, Mapping, Sequence
+
+import numpy as np
 
 MARGIN = 1e-6  # relative slack on thresholds, so float rounding never loses a pair
 
@@ -120,18 +121,35 @@ def rare_term_neighbours(vectors: Sequence[Mapping[str, float]], per_text: int =
         df.update(v)
     # the block terms ranked once, rarest first (ties by term), instead of a sort key per text
     rank = {t: r for r, t in enumerate(sorted((t for t, n in df.items() if 2 <= n <= max_df), key=lambda t: (df[t], t)))}
-    index: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    blocks_of = [sorted((t for t in vec if t in rank), key=rank.__getitem__)[:per_text] for vec in vectors]
+    # each block's texts (ascending) and weights as arrays: text i meets the texts before it
+    # in one slice per block, and numpy adds their products in the order a dict would
+    ids: dict[str, list[int]] = defaultdict(list)
+    weights: dict[str, list[float]] = defaultdict(list)
+    for i, blocks in enumerate(blocks_of):
+        vec = vectors[i]
+        for t in blocks:
+            ids[t].append(i)
+            weights[t].append(vec[t])
+    id_arr = {t: np.array(v, dtype=np.int64) for t, v in ids.items()}
+    w_arr = {t: np.array(v, dtype=np.float64) for t, v in weights.items()}
+    seen: Counter = Counter()  # texts so far in each block
     out: set[tuple[int, int]] = set()
-    for i, vec in enumerate(vectors):
-        blocks = sorted((t for t in vec if t in rank), key=rank.__getitem__)[:per_text]
-        acc: dict[int, float] = defaultdict(float)
+    for i, blocks in enumerate(blocks_of):
+        vec = vectors[i]
+        js, ws = [], []
         for t in blocks:
-            w = vec[t]
-            for j, wj in index[t]:
-                acc[j] += w * wj
-        # the k largest weights, ties by index: (-weight, j) pairs compared in C, no key function
-        best = acc if len(acc) <= k else [j for _, j in sorted(zip(map(operator.neg, acc.values()), acc))[:k]]
-        out.update((j, i) for j in best)
-        for t in blocks:
-            index[t].append((i, vec[t]))
+            p = seen[t]
+            seen[t] = p + 1
+            if p:
+                js.append(id_arr[t][:p])
+                ws.append(w_arr[t][:p] * vec[t])
+        if not js:
+            continue
+        # per earlier text, the sum of its products in block order (bincount adds in input order)
+        cand, where = np.unique(np.concatenate(js), return_inverse=True)
+        if len(cand) > k:  # the k largest weights, ties by index
+            acc = np.bincount(where, weights=np.concatenate(ws))
+            cand = cand[np.lexsort((cand, -acc))[:k]]
+        out.update((j, i) for j in cand.tolist())
     return out
