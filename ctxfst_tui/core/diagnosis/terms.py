@@ -38,13 +38,21 @@ class ChunkVectors:
         counts = [stemmed_terms(t, self.surface)[0] for t in texts]
         self.tfidf = TfIdf(counts, sublinear=True, normalize=True)
         self.terms: list[set[str]] = self.tfidf.terms
+        self._form: dict[str, str] = {}
 
     def cosine(self, i: int, j: int) -> float:
         return self.tfidf.cosine(i, j)
 
     def shared_terms(self, i: int, j: int, limit: int = 8) -> list[str]:
         """The shared terms that weigh most in both chunks, as written."""
-        return [max(self.surface[t].items(), key=itemgetter(1))[0] for t in self.tfidf.shared_terms(i, j, limit)]
+        return [self._written(t) for t in self.tfidf.shared_terms(i, j, limit)]
+
+    def _written(self, stem: str) -> str:
+        """The commonest form of ``stem`` (the first written on a tie), looked up once per stem."""
+        form = self._form.get(stem)
+        if form is None:
+            form = self._form[stem] = max(self.surface[stem].items(), key=itemgetter(1))[0]
+        return form
 
     def candidates(self) -> list[tuple[int, int]]:
         """Pairs worth scoring: all of them for a small workspace, else those sharing a rarer term."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from itertools import combinations
-from operator import mul
+from operator import mul, neg
 from typing import Mapping, Sequence
 
 
@@ -62,7 +62,9 @@ class TfIdf:
     def shared_terms(self, i: int, j: int, limit: int = 8) -> list[str]:
         """The terms of both texts that weigh most in both (ties by term)."""
         a, b = self.vectors[i], self.vectors[j]
-        return sorted((t for t in a if t in b), key=lambda t: (-a[t] * b[t], t))[:limit]
+        shared = list(filter(b.__contains__, a))
+        weights = map(neg, map(mul, map(a.__getitem__, shared), map(b.__getitem__, shared)))
+        return [t for _, t in sorted(zip(weights, shared))[:limit]]  # (-weight, term) compared in C
 
     def candidates(self, limit: int, max_df: float) -> list[tuple[int, int]]:
         """Pairs worth scoring: all of them up to ``limit`` texts, else the pairs sharing a term
