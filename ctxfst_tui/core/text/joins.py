@@ -13,8 +13,6 @@ import math
 from collections import Counter, defaultdict
 from typing import Hashable, Mapping, Sequence
 
-import numpy as np
-
 MARGIN = 1e-6  # relative slack on thresholds, so float rounding never loses a pair
 
 
@@ -116,6 +114,8 @@ def rare_term_neighbours(vectors: Sequence[Mapping[str, float]], per_text: int =
     Near-duplicates share many rare terms, so they are found; pairs alike only in common words may
     not be. Work and memory grow with the number of texts, not its square.
     """
+    import numpy as np  # here, not at the top: only collections too large for an exact join need it
+
     df: Counter = Counter()
     for v in vectors:
         df.update(v)
