@@ -76,7 +76,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         _print_json(reports[0] if single else reports)
         return status
     total = _print_findings(reports, args.level)
-    print(f"{count(len(reports), 'file')} diagnosed: {count(total, 'finding')}")
+    print(f"{count(len(reports), 'file', grouped=True)} diagnosed: {count(total, 'finding', grouped=True)}")
     return status
 
 
@@ -96,12 +96,13 @@ def _print_json(obj: object) -> None:
 
 def _print_findings(reports: list[dict], level: str) -> int:
     """One line a finding; a finding repeated over many chunks or files is one line with its count,
-    a pair of chunks in two files one line, not one in each. Returns how many findings that is."""
-    from ctxfst_tui.core.diagnosis.grouping import SHOWN, Group, group_findings
+    a pair of chunks in two files one line, not one in each, and past ``GROUP_OVER`` single lines
+    of one rule the rest of it one line (``readable_findings``). Returns how many findings that is."""
+    from ctxfst_tui.core.diagnosis.grouping import GROUP_OVER, SHOWN, Group, More, readable_findings
     from ctxfst_tui.core.workspace.fixes import describe_fix
 
     total = 0
-    for item in group_findings([(str(r.get("filepath")), i) for r in reports for i in r.get("issues", [])]):
+    for item in readable_findings([(str(r.get("filepath")), i) for r in reports for i in r.get("issues", [])]):
         where, issue = (item.members[0][0], item.first) if isinstance(item, Group) else item
         total += len(item.members) if isinstance(item, Group) else 1
         if issue.get("line"):
@@ -111,18 +112,23 @@ def _print_findings(reports: list[dict], level: str) -> int:
         if isinstance(item, Group):
             names, what = item.names()
             files = len(item.files())
-            spread = f" in {count(files, 'file')}" if what == "chunks" and files > 1 else ""
+            spread = f" in {count(files, 'file', grouped=True)}" if what != "files" and files > 1 else ""
             more = f" … and {len(names) - SHOWN:,} more" if len(names) > SHOWN else ""
-            shown = "most paired first" if item.pairs else f"first {SHOWN}"
+            shown = "most paired first: " if item.pairs else f"first {SHOWN}: " if len(names) > SHOWN else ""
             print(f"{where}: {issue.get('severity')} [{rule}] {item.message()} — {len(names):,} {what}{spread} "
-                  f"({shown}: {', '.join(names[:SHOWN])}{more})")
+                  f"({shown}{', '.join(names[:SHOWN])}{more})")
             suggestion = item.suggestion() if suggestion else suggestion
         else:
-            ids = ", ".join(map(str, issue.get("chunk_ids") or issue.get("entity_ids") or []))
+            names = [str(x) for x in issue.get("chunk_ids") or issue.get("entity_ids") or []]
+            ids = ", ".join(names[:SHOWN if len(names) > GROUP_OVER else None])
+            if len(names) > GROUP_OVER:  # one finding about hundreds of chunks: its first ones
+                ids += f" … and {len(names) - SHOWN:,} more"
             print(f"{where}: {issue.get('severity')} [{rule}] {issue.get('message')}" + (f" ({ids})" if ids else ""))
         if level in ("suggest", "fix") and suggestion:
             print(f"    suggestion: {suggestion}")
         also = f" (and {len(item.members) - 1:,} like it)" if isinstance(item, Group) else ""
+        if isinstance(item, More):
+            also = f" (the first's; each of the {len(item.members) - 1:,} others has its own)"
         if level == "fix" and isinstance(issue.get("fix"), dict):
             print(f"    fix: {describe_fix(issue['fix'])}{also}")
         elif level == "fix" and issue.get("fix_withheld"):

@@ -10,6 +10,14 @@ documents' reports holds it: what a person reads lists it once. Pairs are not "t
 by their message but by the chunks they link: the pairs of one connected component of the pair
 graph (near-duplicate pairs and merely similar pairs each their own graph) are one group once
 there are more than ``GROUP_OVER`` of them, named by its chunks, most paired first.
+
+What is left can still be thousands of lines on a folder of thousands of documents: a pair in a
+cluster of two, one entity typed differently in a few documents. :func:`readable_findings` gives
+each rule at most ``GROUP_OVER`` lines of single findings (pair findings: near-duplicates and
+similar pairs apart); the rest of that rule, when it is more than ``SHOWN``, is one more line,
+:class:`More`, with its count and its first members. Before that, a rule over budget whose
+findings name one entity each (``entity-inconsistent``) is grouped by that entity, however few
+documents it is in. This is for a person only: reports, ``--json`` and fixes keep every finding.
 """
 from __future__ import annotations
 
@@ -20,16 +28,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxfst_tui.core.diagnosis.similarity import NEAR_DUPLICATE_COSINE
+from ctxfst_tui.core.text.plural import count
 
 GROUP_OVER = 20
 # rules whose message names per-member details (how a chunk writes a name, which other files):
 # grouped by the entities they concern
 BY_ENTITIES = frozenset({"entity-missing-link", "entity-unlinked-mention", "entity-duplicate",
-                         "entity-possible-duplicate", "entity-duplicate-name"})
+                         "entity-possible-duplicate", "entity-duplicate-name", "entity-inconsistent"})
+# once over budget, grouped by entity even when few: the entity is what a person fixes
+BY_ENTITY_OVER_BUDGET = frozenset({"entity-inconsistent"})
 PAIR_RULES = frozenset({"similar-chunks"})  # a finding about two chunks: grouped by the pair graph
 SHOWN = 5  # members a grouped line names
 SEEN = ("seen",)  # the key of a pair finding already listed from the other document's report
 ALSO_DECLARED = re.compile(r" \(also declared in [^)]*\)")
+INCONSISTENT = re.compile(r"^Entity '(?P<id>.*)' has (?P<here>.*) here but (?P<there>.*) in (?P<file>.*)$", re.S)
 NUMBER = re.compile(r"\d+")
 
 
@@ -79,6 +91,8 @@ class Group:
             ids = ", ".join(map(str, issue.get("entity_ids") or []))
             how = "in their context or twice" if self.rule == "entity-missing-link" else "once, in their content"
             return f"Chunks name {ids} {how} but do not link it"
+        if self.rule == "entity-inconsistent":
+            return _inconsistent(self.members)
         if self.rule in BY_ENTITIES:
             return ALSO_DECLARED.sub("", msg)
         if len({str(i.get("message")) for _, i in self.members}) > 1:
@@ -106,6 +120,66 @@ class Group:
             many = len(files) > 1
             return [f"{f} {i['chunk_ids'][0]}" if many else str(i["chunk_ids"][0]) for f, i in self.members], "chunks"
         return [f for f, _ in self.members], "files"
+
+
+def _inconsistent(members: list[tuple[str, dict[str, Any]]]) -> str:
+    """One entity declared differently in many documents: how the first declares it, and each
+    other way with how many findings (documents) use it."""
+    found = [INCONSISTENT.match(str(i.get("message", ""))) for _, i in members]
+    if not all(found):
+        return str(members[0][1].get("message", ""))
+    first = found[0]
+    fields = re.findall(r"(?:^| and )(name|type) '", first["here"])
+    values = first["there"].split(" and ") if len(fields) > 1 else [first["there"]]
+    there = " and ".join(map(" ".join, zip(fields, values))) if len(values) == len(fields) else first["there"]
+    ways: dict[str, set] = {}
+    for (f, _), m in zip(members, found):
+        ways.setdefault(m["here"], set()).add(f)
+    listed = ", ".join(f"{w} in {count(len(fs), 'file', grouped=True)}"
+                       for w, fs in sorted(ways.items(), key=lambda kv: -len(kv[1])))
+    return f"Entity '{first['id']}' is {there} in {first['file']} but {listed}"
+
+
+@dataclass
+class More(Group):
+    """The rest of one rule's single findings past the budget: one line for a person."""
+
+    clusters: dict = field(default_factory=dict)  # pairs: each cluster they are in, and its pairs in all
+
+    def names(self) -> tuple[list[str], str]:
+        """Pairs: their chunks, most paired first; other findings: each one's file (and first chunk)."""
+        if self.pairs:
+            return super().names()
+        many = len(self.files()) > 1
+        firsts = [(f, [str(c) for c in (i.get("chunk_ids") or [])[:1]]) for f, i in self.members]
+        return [" ".join(([f] if many or not c else []) + c) for f, c in firsts], "findings"
+
+    def message(self) -> str:
+        issue = self.first
+        n = len(self.members)
+        if self.pairs:
+            scores = [max(float(i.get("cosine") or 0), float(i.get("jaccard") or 0)) for _, i in self.members]
+            terms = Counter(t for _, i in self.members for t in i.get("shared_terms") or [])
+            top = ", ".join(t for t, _ in terms.most_common(8)) or "none"
+            kind = "near-duplicate pairs" if self.key[1] else "similar pairs"
+            low, high = f"{min(scores):.0%}", f"{max(scores):.0%}"
+            ones = sum(1 for c in self.clusters.values() if c == 1)
+            return (f"… and {n:,} more {kind} in {len(self.clusters):,} smaller clusters ({ones:,} of one pair; "
+                    f"similarity {low if low == high else low + '–' + high}). Shared distinctive terms most often: {top}")
+        if self.rule in BY_ENTITIES:  # which entities they are about, the most frequent first
+            about = Counter(", ".join(map(str, i.get("entity_ids") or [])) for _, i in self.members)
+            top = ", ".join(f"{e} ({k:,})" for e, k in about.most_common(SHOWN))
+            return (f"… and {n:,} more findings like those above, about {count(len(about), 'entity', grouped=True)}"
+                    f" (most often {top})")
+        return f"… and {n:,} more findings like those above, the first: {issue.get('message', '')}"
+
+    def suggestion(self) -> str:
+        if self.pairs:
+            return ("Differentiate the contexts of each pair; where two say the same thing, keep one. "
+                    "'diagnose --json' lists every pair.")
+        said = {str(i.get("suggestion") or "") for _, i in self.members}
+        first = str(self.first.get("suggestion") or "")
+        return first if len(said) == 1 else f"{first} (the first's; 'diagnose --json' gives each one's)"
 
 
 def pair_ends(file: str, issue: dict[str, Any]) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -209,3 +283,79 @@ def group_report_issues(issues: list[dict[str, Any]], label: str) -> list[dict[s
         group["members"] = members
         out.append(group)
     return out
+
+
+def _budget_key(item: Group | tuple[str, dict[str, Any]]) -> tuple | None:
+    """The budget a single finding's line counts against: its rule, and for a pair whether it is a
+    near-duplicate. None for a group, which is a summary already."""
+    if isinstance(item, Group):
+        return None
+    issue = item[1]
+    rule = str(issue.get("rule") or issue.get("category"))
+    if rule in PAIR_RULES:
+        return (rule, float(issue.get("cosine") or 0) >= NEAR_DUPLICATE_COSINE)
+    return (rule,)
+
+
+def _over_budget(out: list[Group | tuple[str, dict[str, Any]]]) -> set[tuple]:
+    """The budgets with more single lines than ``GROUP_OVER`` and ``SHOWN`` more (a rest of a few
+    is printed as it is)."""
+    singles = Counter(k for k in map(_budget_key, out) if k is not None)
+    return {k for k, n in singles.items() if n > GROUP_OVER + SHOWN}
+
+
+def _by_entity(out: list[Group | tuple[str, dict[str, Any]]], rule: str) -> list[Group | tuple[str, dict[str, Any]]]:
+    """``rule``'s findings, grouped ones included, as one line per entity (a group when it is in
+    two findings or more), at the place of its first."""
+    groups: dict[str, Group] = {}
+    firsts: dict[int, Group] = {}
+    kept: list[Group | tuple[str, dict[str, Any]] | None] = []
+    for item in out:
+        members = item.members if isinstance(item, Group) else [item]
+        if (item.rule if isinstance(item, Group) else _budget_key(item)[0]) != rule:
+            kept.append(item)
+            continue
+        for f, issue in members:
+            key = (rule, json.dumps(issue.get("entity_ids"), default=str))
+            if key not in groups:
+                groups[key] = firsts[len(kept)] = Group(key, rule)
+                kept.append(None)
+            groups[key].members.append((f, issue))
+    return [item if item is not None else
+            (firsts[k] if len(firsts[k].members) > 1 else firsts[k].members[0]) for k, item in enumerate(kept)]
+
+
+def readable_findings(items: list[tuple[str, dict[str, Any]]]) -> list[Group | tuple[str, dict[str, Any]]]:
+    """:func:`group_findings`, then at most ``GROUP_OVER`` single findings a rule (pairs: a kind of
+    pair), its rest one :class:`More` at the place of the first left out."""
+    out = group_findings(items)
+    for rule in BY_ENTITY_OVER_BUDGET:
+        if (rule,) in _over_budget(out):
+            out = _by_entity(out, rule)
+    over = _over_budget(out)
+    if not over:
+        return out
+    keys = _keys(items) if any(k[0] in PAIR_RULES for k in over) else []
+    cluster = {id(i): k for (_, i), k in zip(items, keys) if k is not SEEN}
+    size = Counter(cluster.values())
+    seen: Counter = Counter()
+    rest: dict[tuple, More] = {}
+    result: list[Group | tuple[str, dict[str, Any]]] = []
+    for item in out:
+        key = _budget_key(item)
+        if key not in over:
+            result.append(item)
+            continue
+        seen[key] += 1
+        if seen[key] <= GROUP_OVER:
+            result.append(item)
+            continue
+        if key not in rest:
+            rest[key] = More(key, key[0])
+            result.append(rest[key])
+        more = rest[key]
+        more.members.append(item)
+        if more.pairs:  # the clusters the pairs come from, with how many pairs each holds in all
+            c = cluster.get(id(item[1]))
+            more.clusters[c] = size[c]
+    return result
