@@ -240,7 +240,12 @@ def _keys(items: list[tuple[str, dict[str, Any]]]) -> list[tuple | None]:
 def group_findings(items: list[tuple[str, dict[str, Any]]]) -> list[Group | tuple[str, dict[str, Any]]]:
     """``(file, issue)`` pairs in order, each pair finding once, with each finding repeated over
     ``GROUP_OVER`` members replaced by one ``Group`` at the place of its first member."""
-    keys = _keys(items)
+    return _grouped(items, _keys(items))
+
+
+def _grouped(items: list[tuple[str, dict[str, Any]]],
+             keys: list[tuple | None]) -> list[Group | tuple[str, dict[str, Any]]]:
+    """:func:`group_findings` with the items' keys known (the budget needs them too)."""
     groups: dict[tuple, Group] = {}
     for (f, issue), key in zip(items, keys):
         if key is not None and key is not SEEN:
@@ -328,14 +333,14 @@ def _by_entity(out: list[Group | tuple[str, dict[str, Any]]], rule: str) -> list
 def readable_findings(items: list[tuple[str, dict[str, Any]]]) -> list[Group | tuple[str, dict[str, Any]]]:
     """:func:`group_findings`, then at most ``GROUP_OVER`` single findings a rule (pairs: a kind of
     pair), its rest one :class:`More` at the place of the first left out."""
-    out = group_findings(items)
+    keys = _keys(items)
+    out = _grouped(items, keys)
     for rule in BY_ENTITY_OVER_BUDGET:
         if (rule,) in _over_budget(out):
             out = _by_entity(out, rule)
     over = _over_budget(out)
     if not over:
         return out
-    keys = _keys(items) if any(k[0] in PAIR_RULES for k in over) else []
     cluster = {id(i): k for (_, i), k in zip(items, keys) if k is not SEEN}
     size = Counter(cluster.values())
     seen: Counter = Counter()
