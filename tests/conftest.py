@@ -5,6 +5,7 @@ import inspect
 from pathlib import Path
 
 import pytest
+from real_model import MODEL_THREADS
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -39,6 +40,12 @@ def conformance_docs() -> list[Path]:
 
 
 @pytest.fixture(autouse=True)
+def _one_model_thread(monkeypatch):
+    """Backends built with the default thread count (the CLI's, the app's) use MODEL_THREADS too."""
+    monkeypatch.setattr("ctxfst_tui.core.llm.llama.default_threads", lambda: MODEL_THREADS)
+
+
+@pytest.fixture(autouse=True)
 def _private_config(tmp_path_factory, monkeypatch):
     """Every test gets its own config and state dirs: a developer's key remaps or theme must not
     change what tests see, and a test's quit must not write the real state file."""
@@ -59,7 +66,8 @@ MODEL_FILES = {"test_llama_real.py", "test_model_discovery_server.py"}
 # Module-scoped fixtures that load a model, start a server or build a wheel: their tests share one
 # xdist worker (--dist loadgroup), so each is built once per run, not once per worker.
 SHARED_FIXTURES = {"llama", "llm", "real_backend", "server", "embedder", "wheel", "served"}
-MODEL_FIXTURES = {"llama", "llm", "real_backend", "server", "embedder", "bundled_gguf", "bundled_llama"}
+MODEL_FIXTURES = {"llama", "llm", "real_backend", "server", "embedder", "embedding_server", "bundled_gguf",
+                  "bundled_llama"}
 # Session-scoped model fixtures (below): every test using one goes to the same xdist group.
 SESSION_MODEL_FIXTURES = {"bundled_gguf", "bundled_llama"}
 
@@ -149,7 +157,7 @@ def bundled_llama(bundled_gguf, model_hashes):
 
     from ctxfst_tui.core.llm.llama import LlamaBackend
 
-    backend = trusted(LlamaBackend(n_ctx=2048, n_threads=2, max_tokens=32, hash_cache=model_hashes))
+    backend = trusted(LlamaBackend(n_ctx=2048, n_threads=MODEL_THREADS, max_tokens=32, hash_cache=model_hashes))
     backend.load()
     yield backend
     backend.close()

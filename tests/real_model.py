@@ -32,3 +32,10 @@ def trusted(model: Any, hash_cache: Any = None) -> Any:
     except ModelUnavailable as exc:
         pytest.fail(f"the model cannot run here: {exc}", pytrace=False)
     return model
+
+
+# One llama.cpp thread in tests: ggml's threads spin at each barrier, so two of them on two cores
+# shared with other tests slow every token many times over; one thread keeps token times steady
+# under load, which the cancel and latency bounds need.
+MODEL_THREADS = 1
+

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from real_model import MODEL_THREADS
 
 from ctxfst_tui.core.contextualize.material import document_window
 from ctxfst_tui.core.contextualize.options import ContextualizeError, ContextualizeOptions
@@ -381,7 +382,7 @@ def test_real_model_contextualizes_a_small_document(real_backend, tmp_path):
 def test_real_model_context_overflow_is_reported(bundled_gguf, model_hashes):
     from ctxfst_tui.core.llm.llama import LlamaBackend
 
-    llama = LlamaBackend(bundled_gguf, n_ctx=256, n_threads=2, hash_cache=model_hashes)
+    llama = LlamaBackend(bundled_gguf, n_ctx=256, n_threads=MODEL_THREADS, hash_cache=model_hashes)
     report = contextualize(_doc(), llama, ContextualizeOptions(chunk_ids=["ops:deploy"], fail_fast=True))
     r = report.results[0]
     assert r.status == "failed" and "context overflow" in r.reason and "--document-max-chars" in r.reason

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ctxfst_tui.core.llm.bundled import bundled_model_path
-from real_model import require_llama
+from real_model import MODEL_THREADS, require_llama
 
 
 @pytest.fixture(scope="module")
@@ -12,7 +12,7 @@ def llm(bundled_gguf):  # self-tested first (tests/conftest.py): a native crash 
     require_llama()
     import llama_cpp
 
-    llm = llama_cpp.Llama(model_path=str(bundled_gguf), n_ctx=512, n_threads=2, verbose=False, seed=0)
+    llm = llama_cpp.Llama(model_path=str(bundled_gguf), n_ctx=512, n_threads=MODEL_THREADS, verbose=False, seed=0)
     yield llm
     llm.close()
 

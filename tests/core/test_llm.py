@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+from real_model import MODEL_THREADS
 
 from ctxfst_tui.core.llm import (
     CachedBackend,
@@ -67,7 +68,7 @@ def test_stop_sequences_and_streamed_tokens(llama):
 def test_count_tokens_and_info(llama):
     assert llama.count_tokens("hello world") >= 2
     info = llama.info()
-    assert info["backend"] == "llama" and info["context_size"] == 2048 and info["threads"] == 2 and info["loaded"]
+    assert info["backend"] == "llama" and info["context_size"] == 2048 and info["threads"] == MODEL_THREADS and info["loaded"]
 
 
 def test_context_overflow_is_a_clear_error(llama):
@@ -160,7 +161,7 @@ def test_waiting_for_the_lock_honours_cancel(llama):
 
 
 def test_chat_template_is_used_when_the_model_has_one(bundled_gguf, model_hashes):
-    b = LlamaBackend(bundled_gguf, n_ctx=512, n_threads=2, chat_template=GEMMA_CHAT, hash_cache=model_hashes)
+    b = LlamaBackend(bundled_gguf, n_ctx=512, n_threads=MODEL_THREADS, chat_template=GEMMA_CHAT, hash_cache=model_hashes)
     assert b.chat is True
     c = b.complete("Say hello.", max_tokens=8)
     assert c.prompt_tokens > b.count_tokens("Say hello.") + 3  # the template's turn markers were added

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from real_model import MODEL_THREADS
 
 from ctxfst_tui import config as cfg
 from ctxfst_tui.cli import main
@@ -19,7 +20,7 @@ ALIAS = "gemma-3-270m-test"
 @pytest.fixture(scope="module")
 def server(bundled_gguf):
     """A real llama_cpp.server serving the bundled model under an alias, as people run it."""
-    with llama_server(bundled_gguf, ["--n_ctx", "512", "--n_threads", "2", "--model_alias", ALIAS]) as base:
+    with llama_server(bundled_gguf, ["--n_ctx", "512", "--n_threads", str(MODEL_THREADS), "--n_threads_batch", str(MODEL_THREADS), "--model_alias", ALIAS]) as base:
         yield base
 
 

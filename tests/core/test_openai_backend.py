@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from real_model import MODEL_THREADS
 
 from ctxfst_tui.core.format.document import Document
 from ctxfst_tui.core.llm import CachedBackend, Cancelled, CompletionCache, ContextOverflow, EndpointError
@@ -22,7 +23,7 @@ PROMPT = "Q: What is the capital of France?\nA: The capital of France is"
 @pytest.fixture(scope="module")
 def server(bundled_gguf):
     """A real llama_cpp.server on the bundled model (self-tested first) on a free port, stopped after the module's tests."""
-    with llama_server(bundled_gguf, ["--n_ctx", "1024", "--n_threads", "2",
+    with llama_server(bundled_gguf, ["--n_ctx", "1024", "--n_threads", str(MODEL_THREADS), "--n_threads_batch", str(MODEL_THREADS),
                                              "--interrupt_requests", "False"]) as base:  # else a new request cuts the running stream short
         yield base
 

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from real_model import MODEL_THREADS
 
 from ctxfst_tui.cli import main
 from ctxfst_tui.core.retrieval.bundled_embedder import EmbedderUnavailable
@@ -69,6 +70,7 @@ def _gguf():
 # ---------------------------------------------------------------- gguf:FILE
 
 
+@pytest.mark.model  # the bundled GGUF, loaded for real
 def test_a_gguf_embeds_after_its_own_self_test_and_an_index_refuses_another_embedder(notes, capsys):
     from ctxfst_tui.core.llm import probe
 
@@ -108,7 +110,7 @@ def test_a_missing_gguf_is_one_line(notes, capsys):
 def embedding_server():
     from ctxfst_tui.core.llm.bundled import bundled_model_path
 
-    with llama_server(bundled_model_path(), ["--embedding", "true", "--n_ctx", "512", "--n_threads", "2"],
+    with llama_server(bundled_model_path(), ["--embedding", "true", "--n_ctx", "512", "--n_threads", str(MODEL_THREADS), "--n_threads_batch", str(MODEL_THREADS)],
                       ready_within=180) as base:
         yield base
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from real_model import MODEL_THREADS
 
 from ctxfst_tui.cli import main
 from ctxfst_tui.core.llm import CachedBackend, CompletionCache, ModelError, ModelNotFound, ModelUnavailable
@@ -372,7 +373,7 @@ def test_the_real_probe_passes_on_the_bundled_model_is_kept_and_a_backend_behind
     assert problem is None and info == cold.system_info
 
     # a real backend behind the passing probe (its kept verdict: no second model-loading child) completes
-    b = CachedBackend(LlamaBackend(n_ctx=256, n_threads=2, hash_cache=hashes), CompletionCache(tmp_path / "c.sqlite"))
+    b = CachedBackend(LlamaBackend(n_ctx=256, n_threads=MODEL_THREADS, hash_cache=hashes), CompletionCache(tmp_path / "c.sqlite"))
     try:
         b.inner.self_test()
     except ModelUnavailable as exc:
