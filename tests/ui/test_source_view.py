@@ -65,8 +65,10 @@ async def check_a_3_mb_text_opens_fast_and_keeps_its_lines(app: Host, pilot) -> 
     assert len(text) >= 3_000_000
     t = time.perf_counter()
     sv.show_text(text, "novel.txt")
-    took = time.perf_counter() - t  # well under 0.3 s; loose here (machines are noisy), bench/tui.py measures
-    assert took < 1.0, took
+    took = time.perf_counter() - t
+    # bench/tui.py measures the speed (well under 0.3 s); this only catches a per-line cost gone
+    # quadratic, which takes minutes: the suite's cores are shared with other workers
+    assert took < 5.0, took
     await pilot.pause()
     assert sv.text == text
     assert sv.line_count == text.count("\n") + 1
