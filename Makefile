@@ -43,16 +43,24 @@ run: $(STAMP)
 WORKERS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
 
-# The real-model tests run after the rest, alone: their cancel and latency bounds measure the
-# model, not a second worker competing for the same two cores.
-test: $(STAMP)
-	$(VENV)/bin/lint-imports --no-cache --no-logo
-	$(PYTEST) -m "not model"
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m model
-	@if [ -f "$(SHARED)/conformance/check.py" ]; then \
+# The real-model tests and the slow ones (child processes, servers, a wheel build), then the
+# conformance suite, run beside the rest in one more process, their output shown after it: they
+# wait on children and servers much of the time, which fills the time the xdist workers wait too,
+# and the model uses one llama.cpp thread (tests/real_model.py), which keeps token times steady on
+# cores shared with the workers.
+CONFORMANCE := if [ -f "$(SHARED)/conformance/check.py" ]; then \
 		echo "== conformance suite ($(SHARED)/conformance)"; \
 		$(PY) "$(SHARED)/conformance/check.py" --cli "$(CURDIR)/$(VENV)/bin/ctxfst-tui"; \
 	else echo "== ../shared/conformance not found: conformance suite skipped"; fi
+
+test: $(STAMP)
+	$(VENV)/bin/lint-imports --no-cache --no-logo
+	@log=$$(mktemp); \
+	( echo "== real-model and slow tests"; PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m "model or slow"; m=$$?; \
+	  $(CONFORMANCE); c=$$?; [ $$m -eq 0 ] && [ $$c -eq 0 ] ) > $$log 2>&1 & side=$$!; \
+	$(PYTEST) -m "not model and not slow"; rest=$$?; \
+	wait $$side; beside=$$?; cat $$log; rm -f $$log; \
+	[ $$rest -eq 0 ] && [ $$beside -eq 0 ]
 
 # The inner loop: everything but the Pilot/snapshot tests, real processes and the real model.
 test-fast: $(STAMP)
