@@ -45,6 +45,16 @@ INCONSISTENT = re.compile(r"^Entity '(?P<id>.*)' has (?P<here>.*) here but (?P<t
 NUMBER = re.compile(r"\d+")
 
 
+def _pairs_summary(members: list, near_duplicates: bool) -> tuple[str, str, str]:
+    """What a line about many similar pairs says of them: their kind, the range of their
+    similarity, and the distinctive terms they share most often."""
+    scores = [max(float(i.get("cosine") or 0), float(i.get("jaccard") or 0)) for _, i in members]
+    terms = Counter(t for _, i in members for t in i.get("shared_terms") or [])
+    top = ", ".join(t for t, _ in terms.most_common(8)) or "none"
+    low, high = f"{min(scores):.0%}", f"{max(scores):.0%}"
+    return ("near-duplicate pairs" if near_duplicates else "similar pairs"), (low if low == high else f"{low}–{high}"), top
+
+
 @dataclass
 class Group:
     """Findings sharing a rule and a message key, with the file each one came from."""
@@ -79,14 +89,9 @@ class Group:
         issue = self.first
         msg = str(issue.get("message", ""))
         if self.pairs:
-            scores = [max(float(i.get("cosine") or 0), float(i.get("jaccard") or 0)) for _, i in self.members]
-            terms = Counter(t for _, i in self.members for t in i.get("shared_terms") or [])
-            top = ", ".join(t for t, _ in terms.most_common(8)) or "none"
-            kind = "near-duplicate pairs" if self.key[1] else "similar pairs"
-            low, high = f"{min(scores):.0%}", f"{max(scores):.0%}"
+            kind, similarity, top = _pairs_summary(self.members, self.key[1])
             return (f"Chunks may confuse retrieval: {len(self.members):,} {kind} join these chunks into one "
-                    f"cluster (similarity {low if low == high else low + '–' + high}). "
-                    f"Shared distinctive terms most often: {top}")
+                    f"cluster (similarity {similarity}). Shared distinctive terms most often: {top}")
         if self.rule in ("entity-missing-link", "entity-unlinked-mention"):
             ids = ", ".join(map(str, issue.get("entity_ids") or []))
             how = "in their context or twice" if self.rule == "entity-missing-link" else "once, in their content"
@@ -158,14 +163,10 @@ class More(Group):
         issue = self.first
         n = len(self.members)
         if self.pairs:
-            scores = [max(float(i.get("cosine") or 0), float(i.get("jaccard") or 0)) for _, i in self.members]
-            terms = Counter(t for _, i in self.members for t in i.get("shared_terms") or [])
-            top = ", ".join(t for t, _ in terms.most_common(8)) or "none"
-            kind = "near-duplicate pairs" if self.key[1] else "similar pairs"
-            low, high = f"{min(scores):.0%}", f"{max(scores):.0%}"
+            kind, similarity, top = _pairs_summary(self.members, self.key[1])
             ones = sum(1 for c in self.clusters.values() if c == 1)
             return (f"… and {n:,} more {kind} in {len(self.clusters):,} smaller clusters ({ones:,} of one pair; "
-                    f"similarity {low if low == high else low + '–' + high}). Shared distinctive terms most often: {top}")
+                    f"similarity {similarity}). Shared distinctive terms most often: {top}")
         if self.rule in BY_ENTITIES:  # which entities they are about, the most frequent first
             about = Counter(", ".join(map(str, i.get("entity_ids") or [])) for _, i in self.members)
             top = ", ".join(f"{e} ({k:,})" for e, k in about.most_common(SHOWN))
