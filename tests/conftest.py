@@ -100,6 +100,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("bundled-model"))
         elif shared:
             item.add_marker(pytest.mark.xdist_group(f"{item.path.stem}-{shared[0]}"))
+    # The Pilot tests first (seconds each), the quick ones after: xdist hands tests out in this
+    # order, so the short ones fill the workers' ends instead of one long test running alone.
+    items.sort(key=lambda item: item.get_closest_marker("ui") is None)
 
 
 def _uses_the_real_model(item: pytest.Item) -> bool:
