@@ -36,11 +36,23 @@ SMALL_CATALOG = 40  # up to this many forms one pattern is fast; above, a text g
 # characters that IGNORECASE matches to an ASCII letter although lower() does not give it
 _ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
 _RUN = re.compile(r"\w+")
+_WORD = re.compile(r"\w")
 
 
 def _runs(text: str) -> list[str]:
     """The word runs of ``text`` as compared for the pre-filter (folded to lower case)."""
     return _RUN.findall(text.translate(_ASCII_FOLDS).lower())
+
+
+def _run_starts(folded: str, run: str) -> list[int]:
+    """Where ``run`` is a whole word run of ``folded``."""
+    out, n, end = [], len(run), len(folded)
+    p = folded.find(run)
+    while p >= 0:
+        if (p == 0 or not _WORD.match(folded, p - 1)) and (p + n == end or not _WORD.match(folded, p + n)):
+            out.append(p)
+        p = folded.find(run, p + n)
+    return out
 
 
 @lru_cache(maxsize=4096)
@@ -80,26 +92,43 @@ class Mentions:
         self.rank = {f: k for k, f in enumerate(forms)}
         self.runs_of = {f: _runs(f) for f in forms}
         for f in forms:
-            runs = self.runs_of[f]
-            if runs and f.isascii():
-                self.by_run.setdefault(runs[0], []).append(f)
+            if self.runs_of[f] and f.isascii():
+                self.by_run.setdefault(self.runs_of[f][0], []).append(f)
             else:
                 self.always.append(f)
+        self.first_runs = frozenset(self.by_run)
+        self.at_runs = frozenset(f for f in forms if f.isascii() and _RUN.match(f))  # start with a word run
 
     def _starts(self, text: str) -> list[re.Match] | None:
         """For a large catalog, the matches the one pattern would find, from the forms the text may
         hold: each form's matches at every start, then leftmost first, the earliest form on a tie
-        (the pattern's order), resuming after each match. None: use the one pattern."""
+        (the pattern's order), resuming after each match. None: use the one pattern.
+
+        An ASCII form starting with a word character can only match where a word run of the folded
+        text equals its first run (folding keeps lengths and which characters are word characters,
+        and a case-insensitive ASCII letter matches no character the fold does not turn into it),
+        so it is tried only there; other forms are searched for in the whole text."""
         if len(self.forms) <= SMALL_CATALOG:
             return None
-        present = set(_runs(text))
-        maybe = set(self.always)
-        for run in present:
-            for f in self.by_run.get(run, ()):
-                if f not in maybe and all(r in present for r in self.runs_of[f]):
-                    maybe.add(f)
+        folded = text.lower() if text.isascii() else text.translate(_ASCII_FOLDS).lower()
+        present = set(_RUN.findall(folded))
         hits = []
-        for f in sorted(maybe, key=self.rank.__getitem__):  # the pattern's order
+        for run in self.first_runs.intersection(present):
+            at = None
+            for f in self.by_run[run]:
+                if not all(r in present for r in self.runs_of[f]):
+                    continue
+                rank, rx = self.rank[f], _form_regex(f)
+                if f not in self.at_runs:
+                    hits += [(m.start(1), rank, m) for m in rx.finditer(text)]
+                    continue
+                if at is None:
+                    at = _run_starts(folded, run)
+                for p in at:
+                    m = rx.match(text, p)
+                    if m is not None:
+                        hits.append((p, rank, m))
+        for f in self.always:
             rank = self.rank[f]
             hits += [(m.start(1), rank, m) for m in _form_regex(f).finditer(text)]
         out, cursor = [], 0
