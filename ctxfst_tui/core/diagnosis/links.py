@@ -14,7 +14,7 @@ from rapidfuzz.distance import OSA
 
 from ctxfst_tui.core.diagnosis.catalog import GENERIC_ENTITY_NAMES
 from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, IndexedEntity
-from ctxfst_tui.core.diagnosis.mentions import Mentions, appears, fold_form, slug_words
+from ctxfst_tui.core.diagnosis.mentions import Mentions, appears, fold_form, leading_run, slug_words, word_runs
 from ctxfst_tui.core.diagnosis.wording import json_ref, quote_list, show_ref
 from ctxfst_tui.core.entities.aliases import acronym_of, fingerprint, numeronym_of
 from ctxfst_tui.core.format.document import jsonable
@@ -189,11 +189,19 @@ def _alias_candidates(d: DocumentDiagnosis) -> None:
             continue
         if forms is None:
             forms = [(e, form, form.split()[0].casefold()) for e in d.ents for form in e.forms if len(form) >= 4]
-            firsts = list(dict.fromkeys(f for _, _, f in forms))
+            # both patterns match a form only where the text has its leading word run (see leading_run)
+            by_run: dict[str | None, list[int]] = {}
+            for k, (_, form, _) in enumerate(forms):
+                by_run.setdefault(leading_run(form), []).append(k)
+            anywhere = by_run.pop(None, [])
         folded = text.casefold()
-        present = {f for f in firsts if f in folded}
-        for e, form, first in forms:
+        present: dict[str, bool] = {}
+        maybe = [k for r in by_run.keys() & set(word_runs(text)) for k in by_run[r]]
+        for k in sorted(maybe + anywhere):
+            e, form, first = forms[k]
             if first not in present:
+                present[first] = first in folded
+            if not present[first]:
                 continue
             for rx in _alias_patterns(form):
                 for m in rx.finditer(text):

@@ -35,13 +35,26 @@ def fold_form(form: str) -> str:
 SMALL_CATALOG = 40  # up to this many forms one pattern is fast; above, a text gets the forms it may hold
 # characters that IGNORECASE matches to an ASCII letter although lower() does not give it
 _ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_FOLDED = re.compile("[" + "".join(map(chr, _ASCII_FOLDS)) + "]")
 _RUN = re.compile(r"\w+")
 _WORD = re.compile(r"\w")
 
 
-def _runs(text: str) -> list[str]:
+def _fold(text: str) -> str:
+    """``text`` in lower case, with the letters IGNORECASE takes for ASCII ones made ASCII (same length)."""
+    return text.translate(_ASCII_FOLDS).lower() if _FOLDED.search(text) else text.lower()
+
+
+def word_runs(text: str) -> list[str]:
     """The word runs of ``text`` as compared for the pre-filter (folded to lower case)."""
-    return _RUN.findall(text.translate(_ASCII_FOLDS).lower())
+    return _RUN.findall(_fold(text))
+
+
+def leading_run(form: str) -> str | None:
+    """For an ASCII form starting with a word character, the folded word run any case-insensitive
+    match of it starts with in a folded text (a whole run there); None for other forms."""
+    m = _RUN.match(form) if form.isascii() else None
+    return m.group().lower() if m else None
 
 
 def _run_starts(folded: str, run: str) -> list[int]:
@@ -90,14 +103,14 @@ class Mentions:
         self.by_run: dict[str, list[str]] = {}
         self.always: list[str] = []
         self.rank = {f: k for k, f in enumerate(forms)}
-        self.runs_of = {f: _runs(f) for f in forms}
+        self.runs_of = {f: word_runs(f) for f in forms}
         for f in forms:
             if self.runs_of[f] and f.isascii():
                 self.by_run.setdefault(self.runs_of[f][0], []).append(f)
             else:
                 self.always.append(f)
         self.first_runs = frozenset(self.by_run)
-        self.at_runs = frozenset(f for f in forms if f.isascii() and _RUN.match(f))  # start with a word run
+        self.at_runs = frozenset(f for f in forms if leading_run(f))
 
     def _starts(self, text: str) -> list[re.Match] | None:
         """For a large catalog, the matches the one pattern would find, from the forms the text may
@@ -110,7 +123,7 @@ class Mentions:
         so it is tried only there; other forms are searched for in the whole text."""
         if len(self.forms) <= SMALL_CATALOG:
             return None
-        folded = text.lower() if text.isascii() else text.translate(_ASCII_FOLDS).lower()
+        folded = _fold(text)
         present = set(_RUN.findall(folded))
         hits = []
         for run in self.first_runs.intersection(present):
