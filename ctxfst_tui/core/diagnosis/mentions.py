@@ -32,7 +32,6 @@ def fold_form(form: str) -> str:
     return form.casefold() if len(form) >= 3 else form
 
 
-SMALL_CATALOG = 40  # up to this many forms one pattern is fast; above, a text gets the forms it may hold
 # characters that IGNORECASE matches to an ASCII letter although lower() does not give it
 _ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
 _FOLDED = re.compile("[" + "".join(map(chr, _ASCII_FOLDS)) + "]")
@@ -68,12 +67,6 @@ def _run_starts(folded: str, run: str) -> list[int]:
     return out
 
 
-@lru_cache(maxsize=4096)
-def _forms_regex(forms: tuple[str, ...]) -> re.Pattern:
-    """One pattern for the forms, longest first; cached, as documents of a workspace share their entities."""
-    return re.compile(r"(?<!\w)(?:" + "|".join(_form_pattern(f) for f in forms) + r")(?!\w)")
-
-
 @lru_cache(maxsize=20_000)
 def _form_regex(form: str) -> re.Pattern:
     """One form's matches at every start, overlapping ones too (a look-ahead captures it)."""
@@ -98,7 +91,6 @@ class Mentions:
         forms = sorted({" ".join(f.split()) for e in ents for f in e.forms if f.strip() not in ONE_LETTER_WORDS},
                        key=lambda f: (-len(f), f))
         self.forms = forms
-        self.regex = _forms_regex(tuple(forms)) if forms else None
         # a form can only match a text holding each of its word runs: index forms by their first
         self.by_run: dict[str, list[str]] = {}
         self.always: list[str] = []
@@ -112,17 +104,16 @@ class Mentions:
         self.first_runs = frozenset(self.by_run)
         self.at_runs = frozenset(f for f in forms if leading_run(f))
 
-    def _starts(self, text: str) -> list[re.Match] | None:
-        """For a large catalog, the matches the one pattern would find, from the forms the text may
-        hold: each form's matches at every start, then leftmost first, the earliest form on a tie
-        (the pattern's order), resuming after each match. None: use the one pattern.
+    def _starts(self, text: str) -> list[re.Match]:
+        """The matches one word-bounded alternation of the forms (longest first) would find, without
+        compiling one per catalog (every document of a workspace has its own): each form's matches
+        at every start, then leftmost first, the earliest form on a tie (the pattern's order),
+        resuming after each match.
 
         An ASCII form starting with a word character can only match where a word run of the folded
         text equals its first run (folding keeps lengths and which characters are word characters,
         and a case-insensitive ASCII letter matches no character the fold does not turn into it),
         so it is tried only there; other forms are searched for in the whole text."""
-        if len(self.forms) <= SMALL_CATALOG:
-            return None
         folded = _fold(text)
         present = set(_RUN.findall(folded))
         hits = []
@@ -153,15 +144,14 @@ class Mentions:
 
     def find(self, text: str) -> list[tuple[int, str, list[str]]]:
         """(offset, text as written, entity ids) of each mention."""
-        if self.regex is None or not text:
+        if not self.forms or not text:
             return []
-        matches = self._starts(text)
         out = []
-        for m in (self.regex.finditer(text) if matches is None else matches):
-            written = m.group(0) if matches is None else m.group(1)
+        for m in self._starts(text):
+            written = m.group(1)
             ids = self.by_form.get(fold_form(written))
             if ids:
-                out.append((m.start() if matches is None else m.start(1), written, ids))
+                out.append((m.start(1), written, ids))
         return out
 
 
