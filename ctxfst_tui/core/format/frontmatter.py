@@ -205,6 +205,46 @@ else:  # pragma: no cover - libyaml missing
 
 _ScalarLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # reads back one rendered scalar
 
+if _Reader is None:
+    class _PlainLoader(_Parser, _JsonConstructor, Resolver):  # type: ignore[misc,valid-type]
+        """libyaml composes the node tree (in C, several times faster than the checked composer);
+        used only when :func:`_plain` finds nothing the limits would look at."""
+
+        def __init__(self, stream: str) -> None:
+            _Parser.__init__(self, stream)
+            _JsonConstructor.__init__(self)
+            Resolver.__init__(self)
+else:  # pragma: no cover - libyaml missing
+    _PlainLoader = None
+
+
+def _plain(root: Any) -> bool:
+    """True when a composed tree holds nothing the checked composer refuses or counts: no alias
+    (a node met twice), only plain types, string keys without duplicates, shallow nesting.
+    False sends the frontmatter through the checked composer, which then says what it refuses."""
+    seen: set[int] = set()
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen or node.tag not in PLAIN_TAGS:
+            return False
+        seen.add(id(node))
+        if isinstance(node, ScalarNode):
+            continue
+        if depth >= MAX_DEPTH:
+            return False
+        if isinstance(node, SequenceNode):
+            stack.extend((item, depth + 1) for item in node.value)
+            continue
+        keys: set[str] = set()
+        for key, value in node.value:
+            if not isinstance(key, ScalarNode) or key.tag != _T + "str" or key.value in keys:
+                return False
+            keys.add(key.value)
+            stack.append((key, depth + 1))
+            stack.append((value, depth + 1))
+    return True
+
 
 FENCE_LINE = re.compile(r"---[ \t]*")
 CLOSE_LINE = re.compile(r"(?:---|\.\.\.)[ \t]*")
@@ -318,6 +358,17 @@ def parse(text: str, lines: list[str], block: tuple[int, int]) -> Frontmatter:
     open_i, close_i = block
     first = open_i + 2  # file line of the first YAML line
     yaml_text = "".join(lines[open_i + 1 : close_i])
+    if _PlainLoader is not None:  # the common case first: libyaml composes, the tree is checked after
+        loader = _PlainLoader(yaml_text)
+        try:
+            node = loader.get_single_node()
+            if node is None or _plain(node):
+                data = loader.construct_document(node) if node is not None else None
+                return _positions(node, data, lines, block)
+        except (yaml.YAMLError, RecursionError):
+            pass  # the checked composer below says what is wrong, and where
+        finally:
+            loader.dispose()
     loader = _Loader(yaml_text)
     loader.first_line = first
     try:
@@ -346,6 +397,13 @@ def parse(text: str, lines: list[str], block: tuple[int, int]) -> Frontmatter:
         raise FrontmatterError("yaml-too-deep", f"lists and mappings are nested more than {MAX_DEPTH} levels deep", first) from None
     finally:
         loader.dispose()
+    return _positions(node, data, lines, block)
+
+
+def _positions(node: Any, data: Any, lines: list[str], block: tuple[int, int]) -> Frontmatter:
+    """The frontmatter with the positions of its sections, entries and fields, from the node tree."""
+    open_i, close_i = block
+    first = open_i + 2
     fm = Frontmatter(data=data, open_line=open_i + 1, close_line=close_i + 1)
     stop = close_i + 1  # exclusive bound: the closing fence line
     if isinstance(node, yaml.MappingNode):
