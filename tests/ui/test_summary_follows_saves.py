@@ -1,7 +1,7 @@
 """Summaries follow the writing (issue #16, item 3): when a summarized manuscript is saved, here or
 by another program, its stale scenes are re-summarized in the background — the three-calls-per-
 edited-scene path — for the novel the Summary tab shows and for one it does not; a save while
-another model job runs waits for it; ``[summary] resummarize_on_save = false`` only marks them ~.
+another model job runs waits for it (the novel shown is read again at once, its ~ marks shown); ``[summary] resummarize_on_save = false`` only marks them ~.
 
 The folder watcher is off in Pilot tests: its batch of changes is posted as the watcher posts it.
 """
@@ -18,6 +18,7 @@ from ctxfst_tui.core.summary import load_store
 from ctxfst_tui.core.workspace.watch import DiskChange
 from ctxfst_tui.ui.app import WorkbenchApp
 from ctxfst_tui.ui.messages import DiskChanged
+from ctxfst_tui.ui.widgets.document.tree import DocumentTree
 from ctxfst_tui.ui.widgets.summary.tree import SummaryPane
 from fakes import BlockingStoryBackend
 from pilot import SIZE, notifications, settle, started, until
@@ -50,6 +51,19 @@ def stored_scene(path: Path) -> dict:
             return node
         stack.extend(node.get("children") or [])
     raise AssertionError(f"no c2.s1 in the store of {path.name}")
+
+
+async def show_while_busy(app: WorkbenchApp, pilot, path: Path) -> SummaryPane:
+    """Enter on ``path`` in the document tree, then 5, while a model job runs (``open_summary``
+    settles, which waits for every worker, the blocked job too)."""
+    tree = app.screen.query_one(DocumentTree)
+    tree.focus()
+    order = [tree.get_node_at_line(i).data for i in range(tree.last_line + 1)]
+    await pilot.press(*(["down" if order.index(path) > tree.cursor_line else "up"]
+                        * abs(order.index(path) - tree.cursor_line)), "enter", "5")
+    pane = app.screen.query_one(SummaryPane)
+    await until(pilot, lambda: pane.view is not None and pane.path == path)
+    return pane
 
 
 def saved_on_disk(app: WorkbenchApp, path: Path) -> None:
@@ -123,6 +137,29 @@ async def test_a_saved_novel_is_re_summarized_in_the_background(folder: Path):
         await settle(app, pilot)
         assert stored_scene(busy)["status"] == "done"
         assert not any(v.status == "stale" for v in app.screen.query_one(SummaryPane).view.nodes)
+
+        # (4) the novel shown, saved while a job runs on another: read again at once (its edited
+        # scene marked ~ while the job runs), re-summarized once the job ends
+        pane = await open_summary(app, pilot, "novels/busy.txt")
+        fake.block_at = fake.calls + 1
+        fake.blocked.clear()
+        await move_to(pilot, pane.tree, "c1")
+        await pilot.press("s")
+        await until(pilot, lambda: fake.blocked.is_set())
+        running = app.job
+        pane = await show_while_busy(app, pilot, story)
+        before = stored_scene(story)
+        story.write_text(story.read_text(encoding="utf-8").replace("like paper left by the fire", "like paper left on the stair"),
+                         encoding="utf-8")  # the phrase edited in (1), edited again
+        saved_on_disk(app, story)
+        await until(pilot, lambda: pane.view is not None and pane.tree.views["c2.s1"].status == "stale")
+        assert app.job is running and stored_scene(story) == before
+        fake.block_at = None
+        await pilot.press("escape")
+        await until(pilot, lambda: app.job is None and stored_scene(story) != before, timeout=20)
+        await settle(app, pilot)
+        assert stored_scene(story)["status"] == "done"
+        assert [pane.tree.views[i].status for i in ("c2", "c2.s1", "c2.s2")] == ["done"] * 3
 
 
 async def test_with_the_setting_off_a_save_only_marks_stale(folder: Path):

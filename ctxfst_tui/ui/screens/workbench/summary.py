@@ -121,7 +121,9 @@ class Summaries(Controller):
         follow = self.screen.app.config.resummarize_on_save and has_summary_tree(path)
         job = self.screen.workbench.job
         if follow and job is not None:
-            self.waiting.add(path)  # one model job at a time: read it again when this one ends
+            self.waiting.add(path)  # one model job at a time: followed again when this one ends
+            if path == self.novel_path and job.path != path:
+                self.reload()  # reading it is no model job: its ~ marks show now, not after the job
             return
         if follow:
             self.following.add(path)
