@@ -1,7 +1,8 @@
 """Summaries follow the writing (issue #16, item 3): when a summarized manuscript is saved, here or
 by another program, its stale scenes are re-summarized in the background — the three-calls-per-
 edited-scene path — for the novel the Summary tab shows and for one it does not; a save while
-another model job runs waits for it (the novel shown is read again at once, its ~ marks shown); ``[summary] resummarize_on_save = false`` only marks them ~.
+another model job runs waits for it (the novel shown is read again at once, its ~ marks shown);
+``[summary] resummarize_on_save = false`` only marks them ~.
 
 The folder watcher is off in Pilot tests: its batch of changes is posted as the watcher posts it.
 """
