@@ -217,6 +217,13 @@ def _text_copy(doc: Document, text: str) -> Document:
 REVIEW = "needs review: "  # the reason a fix that makes only milder findings was not applied
 
 
+class _ForReview(str):
+    """The reason a fix was left for review, carrying the findings it would create: ``apply_fixes``
+    keeps the reason with the fix it skipped, so the two never have to be paired up afterwards."""
+
+    made: list[tuple[str, dict]]
+
+
 @dataclass
 class Review:
     """A fix plain ``--apply`` left for review: it would create only findings milder than its own."""
@@ -258,7 +265,6 @@ def apply_checked_fixes(ws: Any, reports: list[dict], severities: Iterable[str] 
                 k = json.dumps(i["fix"], sort_keys=True, default=str)
                 if k not in offered or RANK.get(i["severity"], 9) < RANK.get(offered[k][1]["severity"], 9):
                     offered[k] = (str(rep.get("filepath")), i)
-    made_by_review: list[list[tuple[str, dict]]] = []
 
     def check(fix: dict, path: Any, record: Any) -> str | None:
         idx = sorted({c.index for c in record.changes})
@@ -272,16 +278,15 @@ def apply_checked_fixes(ws: Any, reports: list[dict], severities: Iterable[str] 
         if bad:
             return "after the fixes before it, it would create " + _listed(bad)
         if made and not with_drafts:
-            made_by_review.append(made)
-            return REVIEW + "it would create " + _listed(made)
+            why = _ForReview(REVIEW + "it would create " + _listed(made))
+            why.made = made
+            return why
         return None
 
     run = apply_fixes(ws, collect_fixes(picked), check=check)
-    # apply_fixes records a refused fix (the one it was given, before any merge renamed its ids)
-    # right after check refused it: the k-th REVIEW skip is the k-th review refusal.
-    left = [fix for fix, why in run.skipped if why.startswith(REVIEW)]
-    review = [Review(fix, offered.get(json.dumps(fix, sort_keys=True, default=str)), made)
-              for fix, made in zip(left, made_by_review)]
+    # a skipped fix is the one apply_fixes was given (before any merge renamed its ids), as offered
+    review = [Review(fix, offered.get(json.dumps(fix, sort_keys=True, default=str)), why.made)
+              for fix, why in run.skipped if isinstance(why, _ForReview)]
     after = diagnose_workspace(ws.docs, "diagnose") if run.applied else reports
     for fix, _record in run.applied:
         reports = renamed_by(fix, reports)
