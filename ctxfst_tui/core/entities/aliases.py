@@ -76,14 +76,15 @@ _PAREN = re.compile(
     r"(?P<a>[^\s(),;]+(?:\s+[^\s(),;]+){0,4}?)\s*\(\s*(?:aka\s+|a\.k\.a\.?\s+|also(?: known as)?\s+|or\s+|formerly\s+|i\.e\.?,?\s+|short for\s+|née\s+)?(?P<b>[^()]{1,48}?)\s*\)",
     re.IGNORECASE,
 )
+_AKA_WORDS = r"aka|a\.k\.a\.?|also known as|formerly(?: known as)?"  # "X aka Y", "X, formerly Y"
 _AKA = re.compile(
-    r"(?P<a>[^\s(),;]+(?:\s+[^\s(),;]+){0,4}?),?\s+(?:aka|a\.k\.a\.?|also known as|formerly(?: known as)?)\s+(?P<b>[^\s(),;.]+(?:\s+[^\s(),;.]+){0,4})",
+    r"(?P<a>[^\s(),;]+(?:\s+[^\s(),;]+){0,4}?),?\s+(?:" + _AKA_WORDS + r")\s+(?P<b>[^\s(),;.]+(?:\s+[^\s(),;.]+){0,4})",
     re.IGNORECASE,
 )
+_AKA_MARKER = re.compile(_AKA_WORDS, re.IGNORECASE)  # a text without one cannot match _AKA: its scan is skipped
 
 _NOT_ASCII_ALNUM = re.compile(r"[\x00-\x2f\x3a-\x60\x7b-\x7f]+")  # ASCII but not [0-9a-z]
 _NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
-_AKA_MARKER = re.compile(r"aka|a\.k\.a|also known as|formerly", re.IGNORECASE)  # what _AKA cannot match without
 
 # ---------------------------------------------------------------- normalisation
 
