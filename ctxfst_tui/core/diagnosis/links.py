@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterator
 
 from rapidfuzz.distance import OSA
 
 from ctxfst_tui.core.diagnosis.catalog import GENERIC_ENTITY_NAMES
 from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, IndexedEntity
-from ctxfst_tui.core.diagnosis.mentions import Mentions, appears, fold_form, leading_run, slug_words, word_runs
+from ctxfst_tui.core.diagnosis.mentions import (Mentions, appears, fold_form, fold_text, leading_run, run_starts, slug_words,
+                                                word_runs)
 from ctxfst_tui.core.diagnosis.wording import json_ref, quote_list, show_ref
 from ctxfst_tui.core.entities.aliases import acronym_of, fingerprint, numeronym_of
 from ctxfst_tui.core.format.document import jsonable
@@ -176,6 +177,35 @@ def _alias_patterns(form: str) -> tuple[re.Pattern, re.Pattern]:
             re.compile(r"(?<!\w)" + short + r"\s*\(\s*(?i:" + x + r")\s*\)"))
 
 
+def _after_paren(text: str, q: int) -> bool:
+    """Whether ``(`` and nothing but white space come right before offset ``q``."""
+    q -= 1
+    while q >= 0 and text[q].isspace():
+        q -= 1
+    return q >= 0 and text[q] == "("
+
+
+def _alias_matches(form: str, text: str, starts: list[int] | None) -> Iterator[re.Match]:
+    """The matches of 'Form (ABBR)', then of 'ABBR (Form)', in ``text``. ``starts``: where the
+    form's leading word run is a whole run of the text (see leading_run), the only places the
+    form can begin; there the first pattern is tried alone, and the second one searched for only
+    when one of them follows a parenthesis."""
+    form_first, abbr_first = _alias_patterns(form)
+    if starts is None:
+        yield from form_first.finditer(text)
+        yield from abbr_first.finditer(text)
+        return
+    cursor = 0
+    for q in starts:
+        if q >= cursor:
+            m = form_first.match(text, q)
+            if m is not None:
+                yield m
+                cursor = m.end()
+    if any(_after_paren(text, q) for q in starts):
+        yield from abbr_first.finditer(text)
+
+
 def _alias_candidates(d: DocumentDiagnosis) -> None:
     """Chunks that define an abbreviation of an entity ('Google Kubernetes Engine (GKE)') it lacks as alias."""
     if d.ws is None:
@@ -190,12 +220,14 @@ def _alias_candidates(d: DocumentDiagnosis) -> None:
         if forms is None:
             forms = [(e, form, form.split()[0].casefold()) for e in d.ents for form in e.forms if len(form) >= 4]
             # both patterns match a form only where the text has its leading word run (see leading_run)
+            runs = [leading_run(form) for _, form, _ in forms]
             by_run: dict[str | None, list[int]] = {}
-            for k, (_, form, _) in enumerate(forms):
-                by_run.setdefault(leading_run(form), []).append(k)
+            for k, r in enumerate(runs):
+                by_run.setdefault(r, []).append(k)
             anywhere = by_run.pop(None, [])
-        folded = text.casefold()
+        folded, low = text.casefold(), fold_text(text)
         present: dict[str, bool] = {}
+        starts: dict[str, list[int]] = {}
         maybe = [k for r in by_run.keys() & set(word_runs(text)) for k in by_run[r]]
         for k in sorted(maybe + anywhere):
             e, form, first = forms[k]
@@ -203,19 +235,21 @@ def _alias_candidates(d: DocumentDiagnosis) -> None:
                 present[first] = first in folded
             if not present[first]:
                 continue
-            for rx in _alias_patterns(form):
-                for m in rx.finditer(text):
-                    alias = m.group(1).rstrip(".")
-                    if fingerprint(alias) in known or (e.id, fingerprint(alias)) in seen:
-                        continue
-                    if not (acronym_of(alias, form) or numeronym_of(alias, form)):
-                        continue
-                    seen.add((e.id, fingerprint(alias)))
-                    d.add("entity_linking", "entity-alias-candidate", [c.id],
-                          f"Chunk writes '{m.group(0)}' but '{alias}' is not an alias of {e.id}",
-                          f"Add '{alias}' to the aliases of '{e.id}' so mentions of it are recognised.",
-                          {"op": "add_alias", "entity_id": e.id, "alias": alias},
-                          at=d.at(e.entry, "aliases"), entity_ids=[e.id])
+            r = runs[k]
+            if r is not None and r not in starts:
+                starts[r] = run_starts(low, r)
+            for m in _alias_matches(form, text, None if r is None else starts[r]):
+                alias = m.group(1).rstrip(".")
+                if fingerprint(alias) in known or (e.id, fingerprint(alias)) in seen:
+                    continue
+                if not (acronym_of(alias, form) or numeronym_of(alias, form)):
+                    continue
+                seen.add((e.id, fingerprint(alias)))
+                d.add("entity_linking", "entity-alias-candidate", [c.id],
+                      f"Chunk writes '{m.group(0)}' but '{alias}' is not an alias of {e.id}",
+                      f"Add '{alias}' to the aliases of '{e.id}' so mentions of it are recognised.",
+                      {"op": "add_alias", "entity_id": e.id, "alias": alias},
+                      at=d.at(e.entry, "aliases"), entity_ids=[e.id])
 
 
 def _unused(d: DocumentDiagnosis) -> None:

@@ -39,14 +39,14 @@ _RUN = re.compile(r"\w+")
 _WORD = re.compile(r"\w")
 
 
-def _fold(text: str) -> str:
+def fold_text(text: str) -> str:
     """``text`` in lower case, with the letters IGNORECASE takes for ASCII ones made ASCII (same length)."""
     return text.translate(_ASCII_FOLDS).lower() if _FOLDED.search(text) else text.lower()
 
 
 def word_runs(text: str) -> list[str]:
     """The word runs of ``text`` as compared for the pre-filter (folded to lower case)."""
-    return _RUN.findall(_fold(text))
+    return _RUN.findall(fold_text(text))
 
 
 def leading_run(form: str) -> str | None:
@@ -56,7 +56,7 @@ def leading_run(form: str) -> str | None:
     return m.group().lower() if m else None
 
 
-def _run_starts(folded: str, run: str) -> list[int]:
+def run_starts(folded: str, run: str) -> list[int]:
     """Where ``run`` is a whole word run of ``folded``."""
     out, n, end = [], len(run), len(folded)
     p = folded.find(run)
@@ -114,7 +114,7 @@ class Mentions:
         text equals its first run (folding keeps lengths and which characters are word characters,
         and a case-insensitive ASCII letter matches no character the fold does not turn into it),
         so it is tried only there; other forms are searched for in the whole text."""
-        folded = _fold(text)
+        folded = fold_text(text)
         present = set(_RUN.findall(folded))
         hits = []
         for run in self.first_runs.intersection(present):
@@ -127,7 +127,7 @@ class Mentions:
                     hits += [(m.start(1), rank, m) for m in rx.finditer(text)]
                     continue
                 if at is None:
-                    at = _run_starts(folded, run)
+                    at = run_starts(folded, run)
                 for p in at:
                     m = rx.match(text, p)
                     if m is not None:
