@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import inspect
+import types
 from pathlib import Path
 
 import pytest
@@ -72,16 +73,22 @@ MODEL_FIXTURES = {"llama", "llm", "real_backend", "server", "embedder", "embeddi
 SESSION_MODEL_FIXTURES = {"bundled_gguf", "bundled_llama"}
 
 
-def _source(item: pytest.Item) -> str:
-    try:
-        return inspect.getsource(item.function)
-    except (AttributeError, OSError, TypeError):
-        return ""
+def _names(item: pytest.Item) -> frozenset[str]:
+    """The global and attribute names a test's code uses, nested functions included (read from its
+    code objects: getting and tokenizing every test's source cost a second a collection)."""
+    code = getattr(getattr(item, "function", None), "__code__", None)
+    names: set[str] = set()
+    stack = [code] if code is not None else []
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return frozenset(names)
 
 
 def _is_pilot_test(item: pytest.Item) -> bool:
     """A coroutine test that drives the App with Pilot (a few core files hold one or two)."""
-    return inspect.iscoroutinefunction(getattr(item, "function", None)) and "run_test" in _source(item)
+    return inspect.iscoroutinefunction(getattr(item, "function", None)) and "run_test" in _names(item)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
@@ -108,8 +115,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _uses_the_real_model(item: pytest.Item) -> bool:
     """Tests that build the real backend themselves (no shared fixture): they go through
     ``real_model.trusted``, the guard every real-model test uses."""
-    source = _source(item)
-    return "trusted(" in source or "ensure_trusted(" in source
+    return not {"trusted", "ensure_trusted"}.isdisjoint(_names(item))
 
 
 @pytest.fixture
