@@ -16,6 +16,7 @@ Everything is measured in one run on the same texts, so the ratios hold on a noi
 * **eval** — ``ctxfst-tui eval`` on both benchmarks of ../shared/retrieval (k = 3).
 
     .venv/bin/python bench/retrieval.py [--corpus ../shared/corpus/markdown] [--copies 10] [--quick]
+    .venv/bin/python bench/retrieval.py --corpus FOLDER_OF_CTXFST_DOCS --embed none --copies 1 --no-eval
 
 ``--quick``: the first 0.08 MB of the corpus, 3 copies, 15 queries, eval without translation.
 """
@@ -116,6 +117,13 @@ def questions(searcher: Searcher, n: int) -> list[str]:
     return heads[::step][:n] or ["how does it work"]
 
 
+def entity_questions(corpus: Any, n: int) -> list[str]:
+    """Questions naming the corpus's entities (spread evenly): what the entity signal answers."""
+    names = sorted({e.names[0] for e in corpus.entities.values() if e.names})
+    step = max(1, len(names) // n)
+    return [f"how is {name} used" for name in names[::step][:n]]
+
+
 def latency(searcher: Searcher, qs: list[str]) -> dict[str, tuple[float, float]]:
     out = {}
     for mode in MODES:
@@ -166,6 +174,8 @@ def main() -> int:
     p.add_argument("--max-mb", type=float, help="only the first files of the corpus up to this size")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--no-eval", action="store_true", help="skip the eval tables")
+    p.add_argument("--embed", choices=("bundled", "none"), default="bundled",
+                   help="none: no vectors (no floor; bm25 and entity latency), e.g. on a folder of CtxFST documents")
     args = p.parse_args()
     if args.quick:
         args.max_mb, args.queries = args.max_mb or 0.08, 15
@@ -183,24 +193,29 @@ def main() -> int:
         corpus = load_corpus(notes)
         print(f"corpus: {len(files)} files, {mb:.2f} MB, {len(corpus.chunks)} chunks, {len(corpus.entities)} entities")
 
-        model = BundledEmbedder()
+        model = BundledEmbedder() if args.embed == "bundled" else None
         uri = str(work / "index")
-        texts = [c.embed_text for c in corpus.chunks]
-        from ctxfst_tui.core.retrieval.index import _profile_texts
+        if model is None:
+            stats = build_index(corpus, uri, None, progress=progress)  # cold, no vectors
+            cold = stats.seconds
+            print(f"\ncold index without vectors: {cold:.1f} s; peak RSS {peak_rss_mb():.0f} MB")
+        else:
+            texts = [c.embed_text for c in corpus.chunks]
+            from ctxfst_tui.core.retrieval.index import _profile_texts
 
-        profiles = _profile_texts(corpus)
-        texts += [profiles.get(e.id) or "\n".join(e.names) for e in corpus.entities.values()]
-        # floor, cold index, floor again: a load that drifts during the run weighs on both sides
-        before = floor_seconds(model, texts)
-        stats = build_index(corpus, uri, model, progress=progress)  # cold
-        cold = stats.seconds
-        after = floor_seconds(model, texts)
-        floor = (before + after) / 2
-        print(f"\nembedding floor (bare candding, {len(texts)} texts): {floor:.1f} s = {len(texts) / floor:.0f} texts/s "
-              f"(the mean of {before:.1f} s before the cold index and {after:.1f} s after it)")
-        print(f"cold index: {cold:.1f} s ({stats.embed_seconds:.1f} s embedding) = {cold / floor:.2f}× the floor "
-              f"(target ≤ 1.20×); beyond embedding {cold - stats.embed_seconds:.2f} s "
-              f"= {(cold - stats.embed_seconds) / floor * 100:.1f} % of the floor; peak RSS {peak_rss_mb():.0f} MB")
+            profiles = _profile_texts(corpus)
+            texts += [profiles.get(e.id) or "\n".join(e.names) for e in corpus.entities.values()]
+            # floor, cold index, floor again: a load that drifts during the run weighs on both sides
+            before = floor_seconds(model, texts)
+            stats = build_index(corpus, uri, model, progress=progress)  # cold
+            cold = stats.seconds
+            after = floor_seconds(model, texts)
+            floor = (before + after) / 2
+            print(f"\nembedding floor (bare candding, {len(texts)} texts): {floor:.1f} s = {len(texts) / floor:.0f} texts/s "
+                  f"(the mean of {before:.1f} s before the cold index and {after:.1f} s after it)")
+            print(f"cold index: {cold:.1f} s ({stats.embed_seconds:.1f} s embedding) = {cold / floor:.2f}× the floor "
+                  f"(target ≤ 1.20×); beyond embedding {cold - stats.embed_seconds:.2f} s "
+                  f"= {(cold - stats.embed_seconds) / floor * 100:.1f} % of the floor; peak RSS {peak_rss_mb():.0f} MB")
 
         edit_one_chunk(files)
         re = build_index(load_corpus(notes), uri, model)
@@ -210,18 +225,20 @@ def main() -> int:
         print("\nquery latency (translation excluded):")
         searcher = Searcher(uri, embedder_factory=lambda name: model)
         qs = questions(searcher, args.queries)
+        if corpus.entities:  # half the questions name an entity
+            qs = qs[:args.queries // 2] + entity_questions(corpus, args.queries - args.queries // 2)
         print_latency("1×", len(searcher.rows), latency(searcher, qs))
         print(f"  peak RSS {peak_rss_mb():.0f} MB")
 
         big = work / "big"
         for i in range(args.copies):
             shutil.copytree(notes, big / f"copy{i}")
-        reusing = ReusingEmbedder(model)
+        reusing = ReusingEmbedder(model) if model is not None else None
         big_corpus = load_corpus(big)
         t0 = time.perf_counter()
         big_stats = build_index(big_corpus, str(work / "big-index"), reusing)
         print(f"  {args.copies}× index: {len(big_corpus.chunks)} chunks in {time.perf_counter() - t0:.1f} s "
-              f"({reusing.embedded} unique texts embedded, {big_stats.embed_seconds:.1f} s of it)")
+              f"({reusing.embedded if reusing else 0} unique texts embedded, {big_stats.embed_seconds:.1f} s of it)")
         big_searcher = Searcher(str(work / "big-index"), embedder_factory=lambda name: reusing)
         print_latency(f"{args.copies}×", len(big_searcher.rows), latency(big_searcher, qs))
         print(f"  peak RSS {peak_rss_mb():.0f} MB")
