@@ -152,7 +152,7 @@ def _missing_and_weak(d: DocumentDiagnosis) -> None:
         # weak links: linked, declared, descriptive, yet never named
         raw = " ".join([c.context, c.content, *c.tags])
         terms = (d.ws.tfidf.terms[c.order] if d.ws and d.ws.tfidf else set(stemmed_terms(raw)[0]))
-        terms = terms | set(stemmed_terms(" ".join(c.tags))[0])
+        terms = terms | _tag_terms(" ".join(c.tags))
         fp_text: list[str] = []
         for eid in dict.fromkeys(links):
             e = ents.get(eid)
@@ -166,6 +166,12 @@ def _missing_and_weak(d: DocumentDiagnosis) -> None:
                       "and its aliases appear nowhere in its context, content or tags)",
                       "Unlink it if the chunk is not about it, or mention it (or add the name used here as an alias).",
                       {"op": "unlink_entity", "chunk_id": c.id, "entity_id": eid}, at, entity_ids=[eid])
+
+
+@lru_cache(maxsize=20_000)
+def _tag_terms(tags: str) -> frozenset[str]:
+    """The stemmed terms of a chunk's tags (a workspace has few distinct tag lists)."""
+    return frozenset(stemmed_terms(tags)[0])
 
 
 @lru_cache(maxsize=20_000)
