@@ -69,7 +69,7 @@ def entity_duplication(d: DocumentDiagnosis) -> None:
         anchor = next((m for m in cl.members if m in mine and m != cl.canonical), here[0])
         entry = next(e.entry for e in d.ents if e.id == anchor)
         names = ", ".join(f"{m} ('{d.ws.names.get(m, m)}')" for m in cl.members)
-        elsewhere = sorted({d.ws.docs[k].label for m in cl.members for k in d.ws.declared_in.get(m, []) if k != d.number})
+        elsewhere = sorted({d.ws.labels[k] for m in cl.members for k in d.ws.declared_in.get(m, []) if k != d.number})
         where = f" (also declared in {', '.join(elsewhere)})" if elsewhere else ""
         why = "; ".join(cl.reasons)
         if same_name:

@@ -116,6 +116,7 @@ class WorkspaceIndex:
 
     def __init__(self, docs: list[Document]):
         self.docs = docs
+        self.labels = [d.label for d in docs]  # by document number; findings name other documents often
         self.diags = [DocumentDiagnosis(d, self, i) for i, d in enumerate(docs)]
         self.similar_pairs: list[SimilarPair] = []
         self.pairs_of: dict[int, list[SimilarPair]] = {}  # by document number, in similar_pairs order

@@ -64,7 +64,7 @@ def semantic_similarity(d: DocumentDiagnosis) -> None:
         score = max(pair.cosine, pair.jaccard)
         near = pair.cosine >= NEAR_DUPLICATE_COSINE
         terms = ", ".join(pair.terms) if pair.terms else "none"
-        where = f" (in {d.ws.docs[other.doc].label})" if cross else ""
+        where = f" (in {d.ws.labels[other.doc]})" if cross else ""
         suggestion = (f"Differentiate contexts: emphasize what makes '{a.id}' unique vs '{b.id}'{where}. "
                       "Consider different use cases or examples.")
         if near:
@@ -74,4 +74,4 @@ def semantic_similarity(d: DocumentDiagnosis) -> None:
               f"word overlap {pair.jaccard:.0%}){where}. Shared distinctive terms: {terms}",
               suggestion, at=d.at(here.entry, "context"),
               cosine=round(pair.cosine, 4), jaccard=round(pair.jaccard, 4), shared_terms=list(pair.terms),
-              files=[d.ws.docs[a.doc].label, d.ws.docs[b.doc].label] if cross else None)
+              files=[d.ws.labels[a.doc], d.ws.labels[b.doc]] if cross else None)
