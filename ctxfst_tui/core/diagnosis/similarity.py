@@ -46,7 +46,10 @@ def similarity(ws: WorkspaceIndex) -> None:
         if chunks[i].doc == chunks[j].doc and chunks[i].id == chunks[j].id:
             continue  # one id twice in a document: validation reports it
         cos = tf.cosine(i, j)
-        jac = jaccard(words[i], words[j])
+        a, b = words[i], words[j]
+        if cos < COSINE_THRESHOLD and (not a or not b or min(len(a), len(b)) / max(len(a), len(b)) < SIMILARITY_THRESHOLD):
+            continue  # a Jaccard is at most the smaller set over the larger: neither threshold is reached
+        jac = jaccard(a, b)
         if cos >= COSINE_THRESHOLD or jac >= SIMILARITY_THRESHOLD:
             pair = SimilarPair(chunks[i], chunks[j], cos, jac, tf.shared_terms(i, j))
             ws.similar_pairs.append(pair)
