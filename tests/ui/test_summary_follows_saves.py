@@ -67,6 +67,17 @@ async def show_while_busy(app: WorkbenchApp, pilot, path: Path) -> SummaryPane:
     return pane
 
 
+async def blocked_job(app: WorkbenchApp, pilot, pane: SummaryPane, fake: BlockingStoryBackend):
+    """Summarize chapter one of the pane's novel with a model that blocks at its next call until
+    escape; the running job."""
+    fake.block_at = fake.calls + 1
+    fake.blocked.clear()
+    await move_to(pilot, pane.tree, "c1")
+    await pilot.press("s")
+    await until(pilot, lambda: fake.blocked.is_set())
+    return app.job
+
+
 def saved_on_disk(app: WorkbenchApp, path: Path) -> None:
     app.screen.post_message(DiskChanged([DiskChange("modified", path)]))
 
@@ -120,12 +131,7 @@ async def test_a_saved_novel_is_re_summarized_in_the_background(folder: Path):
         pane = await open_summary(app, pilot, "novels/busy.txt")
         await summarize(app, pilot, pane, "c2")
         pane = await open_summary(app, pilot, "novels/story.txt")
-        fake.block_at = fake.calls + 1
-        fake.blocked.clear()
-        await move_to(pilot, pane.tree, "c1")
-        await pilot.press("s")
-        await until(pilot, lambda: fake.blocked.is_set())
-        running = app.job
+        running = await blocked_job(app, pilot, pane, fake)
         before = stored_scene(busy)
         edit_scene(busy, "like paper left in the snow")
         saved_on_disk(app, busy)
@@ -142,12 +148,7 @@ async def test_a_saved_novel_is_re_summarized_in_the_background(folder: Path):
         # (4) the novel shown, saved while a job runs on another: read again at once (its edited
         # scene marked ~ while the job runs), re-summarized once the job ends
         pane = await open_summary(app, pilot, "novels/busy.txt")
-        fake.block_at = fake.calls + 1
-        fake.blocked.clear()
-        await move_to(pilot, pane.tree, "c1")
-        await pilot.press("s")
-        await until(pilot, lambda: fake.blocked.is_set())
-        running = app.job
+        running = await blocked_job(app, pilot, pane, fake)
         pane = await show_while_busy(app, pilot, story)
         before = stored_scene(story)
         story.write_text(story.read_text(encoding="utf-8").replace("like paper left by the fire", "like paper left on the stair"),
