@@ -386,6 +386,42 @@ def test_nesting_at_the_limit_loads_and_beyond_is_refused():
     assert [f.rule for f in deep.load_findings] == ["yaml-too-deep"]
 
 
+DEEP_SHAPES = {
+    "flow": "x: " + "[" * 100_000 + "]" * 100_000 + "\n",
+    "compact-sequence": "x:\n" + "- " * 100_000 + "v\n",
+    "braces": "x: " + "{a: " * 100_000 + "1" + "}" * 100_000 + "\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(DEEP_SHAPES))
+def test_deep_nesting_never_reaches_an_unbounded_c_composer(shape):
+    """libyaml before 0.2.5 composes without a depth limit and overflows the C stack; with
+    that libyaml (simulated in a child, so a crash fails this test only) the bound sends the
+    frontmatter to the checked composer, which names the rule."""
+    probe = (
+        "import sys\n"
+        "from ctxfst_tui.core.format import frontmatter as fmt\n"
+        "from ctxfst_tui.core.format.document import Document\n"
+        "fmt._LIBYAML_BOUNDED = False\n"
+        "doc = Document(sys.stdin.buffer.read())\n"
+        "print(' '.join(f.rule for f in doc.load_findings))\n"
+    )
+    text = ("---\n" + DEEP_SHAPES[shape] + "---\n").encode()
+    done = subprocess.run([sys.executable, "-c", probe], input=text, capture_output=True, timeout=120)
+    assert done.returncode == 0, f"child died with {done.returncode}: {done.stderr[-400:]!r}"
+    assert done.stdout.decode().split() == ["yaml-too-deep"]
+
+
+def test_the_depth_bound_is_conservative_and_lets_real_frontmatter_through():
+    real = "title: T\nentities:\n  - id: entity:a\n    aliases: [A, B]\nchunks:\n  - id: a:one\n    tags: [x]\n"
+    assert not fmt._may_nest_deeper(real, 1000)
+    nested = "a:\n" + "".join("  " * i + "- b:\n" for i in range(12)) + "  " * 12 + "- c\n"
+    assert fmt._may_nest_deeper(nested, 20) and not fmt._may_nest_deeper(nested, 60)
+    assert fmt._may_nest_deeper("x: " + "[" * 1200 + "]" * 1200, 1000)
+    assert fmt._may_nest_deeper("- " * 1200 + "v", 1000)
+    assert fmt._may_nest_deeper("? " * 300 + "- " * 300 + "v", 1000)
+
+
 def test_control_character_names_its_line():
     doc = Document("---\ntitle: café\nname: a\x1cb\n---\n".encode())
     assert [(f.rule, f.line) for f in doc.load_findings] == [("yaml-syntax", 3)]

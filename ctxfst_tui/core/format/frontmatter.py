@@ -217,6 +217,29 @@ if _Reader is None:
 else:  # pragma: no cover - libyaml missing
     _PlainLoader = None
 
+# libyaml composes recursively in C: before 0.2.5 it had no nesting limit, and some 100,000
+# levels overflow the C stack (a segfault, no exception). From 0.2.5 it stops at 1,000 levels.
+try:
+    from yaml._yaml import get_version as _libyaml_version
+
+    _LIBYAML_BOUNDED = _libyaml_version() >= (0, 2, 5)
+except ImportError:  # pragma: no cover - libyaml missing
+    _LIBYAML_BOUNDED = False
+_C_SAFE_DEPTH = 1000  # far below where an unbounded libyaml overflows the C stack
+_BLOCK_PREFIX = re.compile(r"(?:[ \t]|[-?:](?=[ \t]|$)|[&!]\S*)*")
+
+
+def _may_nest_deeper(yaml_text: str, limit: int) -> bool:
+    """True unless ``yaml_text`` surely nests at most ``limit`` levels: every bracket opens a
+    flow level, and a block level needs an indent or a compact indicator (``- ``, ``? ``,
+    ``: ``), of which a line's prefix holds at most its length (two levels per column, for a
+    sequence at its mapping's own indent)."""
+    bound = yaml_text.count("[") + yaml_text.count("{")
+    if bound > limit:
+        return True
+    prefix = max((len(_BLOCK_PREFIX.match(line).group()) for line in yaml_text.splitlines()), default=0)
+    return bound + 2 * (prefix + 1) > limit
+
 
 def _plain(root: Any) -> bool:
     """True when a composed tree holds nothing the checked composer refuses or counts: no alias
@@ -358,7 +381,8 @@ def parse(text: str, lines: list[str], block: tuple[int, int]) -> Frontmatter:
     open_i, close_i = block
     first = open_i + 2  # file line of the first YAML line
     yaml_text = "".join(lines[open_i + 1 : close_i])
-    if _PlainLoader is not None:  # the common case first: libyaml composes, the tree is checked after
+    if _PlainLoader is not None and (_LIBYAML_BOUNDED or not _may_nest_deeper(yaml_text, _C_SAFE_DEPTH)):
+        # the common case first: libyaml composes, the tree is checked after
         loader = _PlainLoader(yaml_text)
         try:
             node = loader.get_single_node()
