@@ -14,8 +14,8 @@ from rapidfuzz.distance import OSA
 
 from ctxfst_tui.core.diagnosis.catalog import GENERIC_ENTITY_NAMES
 from ctxfst_tui.core.diagnosis.index import DocumentDiagnosis, IndexedChunk, IndexedEntity
-from ctxfst_tui.core.diagnosis.mentions import (Mentions, appears, fold_form, fold_text, leading_run, run_starts, slug_words,
-                                                word_runs)
+from ctxfst_tui.core.diagnosis.mentions import (Mentions, appears, fold_form, fold_text, folded_word_runs, leading_run, run_starts,
+                                                slug_words)
 from ctxfst_tui.core.diagnosis.wording import json_ref, quote_list, show_ref
 from ctxfst_tui.core.entities.aliases import acronym_of, fingerprint, numeronym_of
 from ctxfst_tui.core.format.document import jsonable
@@ -234,7 +234,7 @@ def _alias_candidates(d: DocumentDiagnosis) -> None:
         folded, low = text.casefold(), fold_text(text)
         present: dict[str, bool] = {}
         starts: dict[str, list[int]] = {}
-        maybe = [k for r in by_run.keys() & set(word_runs(text)) for k in by_run[r]]
+        maybe = [k for r in by_run.keys() & set(folded_word_runs(low)) for k in by_run[r]]
         for k in sorted(maybe + anywhere):
             e, form, first = forms[k]
             if first not in present:

@@ -46,7 +46,12 @@ def fold_text(text: str) -> str:
 
 def word_runs(text: str) -> list[str]:
     """The word runs of ``text`` as compared for the pre-filter (folded to lower case)."""
-    return _RUN.findall(fold_text(text))
+    return folded_word_runs(fold_text(text))
+
+
+def folded_word_runs(folded: str) -> list[str]:
+    """:func:`word_runs` of a text already through :func:`fold_text` (folding is the costly part)."""
+    return _RUN.findall(folded)
 
 
 def leading_run(form: str) -> str | None:
