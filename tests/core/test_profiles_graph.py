@@ -254,6 +254,23 @@ def test_graph_from_export_defaults_and_similarity():
     assert scores == sorted(scores, reverse=True)
 
 
+def test_a_graph_rebuilt_after_an_edit_is_the_graph_a_fresh_build_writes(monkeypatch):
+    """The pair cosines kept from the last build never leak into the next one's floats."""
+    import copy
+
+    from ctxfst_tui.core.text.tfidf import CosineMemo
+
+    edited = copy.deepcopy(TOY_EXPORT)
+    edited["chunks"][1]["context"] = "Python data pipelines with Pandas and FastAPI services"
+    builds = [TOY_EXPORT, edited, TOY_EXPORT, edited]
+    kept = [graph_module.dumps(build_entity_graph(data, "toy.json", min_score=0.0)) for data in builds]
+    fresh = []
+    for data in builds:
+        monkeypatch.setattr(graph_module, "_COSINES", CosineMemo())
+        fresh.append(graph_module.dumps(build_entity_graph(data, "toy.json", min_score=0.0)))
+    assert kept == fresh and kept[0] != kept[1]
+
+
 def test_graph_metadata_mode_ignores_chunk_text():
     contextual = build_entity_graph(TOY_EXPORT, "toy.json", min_score=0.0)
     metadata = build_entity_graph(TOY_EXPORT, "toy.json", mode="metadata", min_score=0.0)

@@ -8,7 +8,7 @@ from ctxfst_tui.core.text.sentences import ABBREVIATIONS, sentence_spans, senten
 from ctxfst_tui.core.text.stems import prefix_stem, stem
 from ctxfst_tui.core.text.stopwords import (ACRONYM_SKIPPED_WORDS, ENGLISH_STOPWORDS, NOTE_FILLER_WORDS,
                                             REFERENCE_STOPWORDS)
-from ctxfst_tui.core.text.tfidf import TfIdf
+from ctxfst_tui.core.text.tfidf import CosineMemo, TfIdf
 from ctxfst_tui.core.text.words import count_words, note_words, one_line, reference_terms, stemmed_terms
 
 
@@ -141,6 +141,45 @@ def test_sublinear_normalised_vectors_are_unit_and_symmetric():
     assert tf.vectors[2] == {} and tf.cosine(0, 2) == 0.0
     assert math.isclose(tf.cosine(0, 1), tf.cosine(1, 0))
     assert tf.vectors[0]["x"] > tf.vectors[0]["y"]  # 1 + log 3 against 1
+
+
+class _CountingTfIdf(TfIdf):
+    computed: list[tuple[int, int]]
+
+    def cosine(self, i: int, j: int) -> float:
+        self.computed.append((i, j))
+        return super().cosine(i, j)
+
+
+def _scored(memo: CosineMemo, texts: list[str]) -> tuple[dict, list]:
+    tf = _CountingTfIdf(_counts(*texts), sublinear=False, normalize=False)
+    tf.computed = []
+    return memo.cosines(tf), tf.computed
+
+
+def test_the_cosine_memo_recomputes_only_pairs_whose_vectors_moved_and_gives_the_same_floats():
+    texts = ["alpha beta gamma", "beta gamma delta delta", "gamma epsilon", "zeta eta", "alpha zeta theta"]
+    memo = CosineMemo()
+    first, computed = _scored(memo, texts)
+    assert len(computed) == 10  # every pair once
+    again, computed = _scored(memo, texts)
+    assert again == first and computed == []
+    # one more 'delta' in text 1: its length and counts change, no term's document frequency does,
+    # so only text 1's vector moves and only its four pairs are scored again
+    edited = texts[:1] + ["beta gamma delta delta delta"] + texts[2:]
+    scores, computed = _scored(memo, edited)
+    assert sorted(computed) == [(0, 1), (1, 2), (1, 3), (1, 4)]
+    fresh = TfIdf(_counts(*edited), sublinear=False, normalize=False)
+    assert scores == {(i, j): fresh.cosine(i, j) for i in range(5) for j in range(i + 1, 5)}  # exact floats
+    # a new word in text 3 that texts 0 and 4 have: their idf moves, so do the vectors of 0, 3 and 4
+    scores, computed = _scored(memo, edited[:3] + ["zeta eta alpha"] + edited[4:])
+    assert sorted(computed) == [(i, j) for i in range(5) for j in range(i + 1, 5) if (i, j) != (1, 2)]
+    # one text more: the idf of every term moves, so every pair is scored again
+    more = ["iota"] + edited[:3] + ["zeta eta alpha"] + edited[4:]
+    scores, computed = _scored(memo, more)
+    assert len(computed) == 15
+    fresh = TfIdf(_counts(*more), sublinear=False, normalize=False)
+    assert scores == {(i, j): fresh.cosine(i, j) for i in range(6) for j in range(i + 1, 6)}
 
 
 def test_shared_terms_and_candidate_pairs():

@@ -27,7 +27,7 @@ from ctxfst_tui.core.entities.profiles import (
     truncate_words,
 )
 from ctxfst_tui.core.format.schema import EDGE_RELATIONS, WORLD_MODEL_FIELDS
-from ctxfst_tui.core.text.tfidf import TfIdf
+from ctxfst_tui.core.text.tfidf import CosineMemo, TfIdf
 from ctxfst_tui.core.text.words import reference_terms
 
 if TYPE_CHECKING:  # networkx is imported by the two functions that use it (a CLI call need not load it)
@@ -55,6 +55,8 @@ DEFAULT_MIN_SCORE = 0.15
 SCORE_DECIMALS = 4
 
 _log = logging.getLogger(__name__)
+# The index rebuilds the graph after every edit: pairs of unchanged profiles keep their cosine.
+_COSINES = CosineMemo()
 
 WarningSink = Callable[[str], None]
 
@@ -237,12 +239,11 @@ def _similarity_edges(
     tfidf = TfIdf([Counter(reference_terms(texts[e])) for e in entity_ids], sublinear=False, normalize=False)
     pair_scores: dict[tuple[str, str], float] = {}
     candidates: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for position, first in enumerate(entity_ids):
-        for offset, second in enumerate(entity_ids[position + 1:], position + 1):
-            score = tfidf.cosine(position, offset)
-            pair_scores[(first, second)] = score
-            candidates[first].append((second, score))
-            candidates[second].append((first, score))
+    for (position, offset), score in _COSINES.cosines(tfidf).items():
+        first, second = entity_ids[position], entity_ids[offset]
+        pair_scores[(first, second)] = score
+        candidates[first].append((second, score))
+        candidates[second].append((first, score))
 
     kept_pairs: set[tuple[str, str]] = set()
     for entity_id, neighbours in candidates.items():

@@ -12,6 +12,7 @@ pair (the first on ties), which fixes the order of the float sums.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter, defaultdict
 from itertools import combinations
@@ -81,3 +82,34 @@ class TfIdf:
             if 2 <= len(ids) <= cap:
                 pairs.update(combinations(ids, 2))
         return sorted(pairs)
+
+
+class CosineMemo:
+    """The pair cosines of the last collection scored, keyed by the pair's vectors (their exact
+    weights and norms), not by their texts' names: scoring a collection again after one text
+    changed recomputes only the pairs whose vectors moved, and every float is the one a full pass
+    gives (the same two vectors, walked in the same order). One collection is kept, so memory stays
+    that of one pass; a stale or concurrent one only costs recomputation."""
+
+    def __init__(self) -> None:
+        self._last: tuple[dict[bytes, int], dict[tuple[int, int], float]] = ({}, {})
+
+    @staticmethod
+    def _fingerprint(tfidf: TfIdf, i: int) -> bytes:
+        content = repr((tfidf.normalized, tfidf.norms[i], tuple(tfidf.vectors[i].items())))
+        return hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def cosines(self, tfidf: TfIdf) -> dict[tuple[int, int], float]:
+        """``tfidf.cosine(i, j)`` of every pair ``i < j``."""
+        fingerprints = [self._fingerprint(tfidf, i) for i in range(tfidf.n)]
+        old_ids, old_scores = self._last
+        was = [old_ids.get(f) for f in fingerprints]
+        scores: dict[tuple[int, int], float] = {}
+        for i in range(tfidf.n):
+            wi = was[i]
+            for j in range(i + 1, tfidf.n):
+                wj = was[j]
+                score = old_scores.get((wi, wj)) if wi is not None and wj is not None else None
+                scores[(i, j)] = tfidf.cosine(i, j) if score is None else score
+        self._last = ({f: i for i, f in enumerate(fingerprints)}, scores)
+        return scores
